@@ -1,0 +1,24 @@
+#pragma once
+// Byte sizes as users type them (8, 1K, 16M, 2G; powers of 1024 like nccl-tests -b/-e) and
+// bandwidth/latency strings in cluster files ("400Gbps", "450GB/s", "2us").
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace commstack {
+
+// "16G" -> 17179869184. Accepts an optional B and K/M/G/T suffix (binary). Throws InputError
+// naming `what` (the flag or field) for negatives, garbage, or overflow.
+std::uint64_t parse_bytes(std::string_view text, std::string_view what);
+
+// Bandwidth in bytes per second from "400Gbps" / "400Gb/s" (bits, decimal), "450GB/s" / "450GBps"
+// (bytes, decimal), or a bare number (bytes/s). Must be > 0.
+double parse_bandwidth(std::string_view text, std::string_view what);
+
+// Latency in seconds from "850ns", "2us", "1.5ms", "0.001s", or a bare number (seconds). Must be >= 0.
+double parse_latency(std::string_view text, std::string_view what);
+
+// 17179869184 -> "16G" when exact, else the number of bytes.
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace commstack

@@ -1,0 +1,117 @@
+#include "topologies/topology.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/visitors.hpp>
+#include <boost/property_map/property_map.hpp>
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace commstack::topologies {
+
+std::string to_string(VertexKind kind) {
+  switch (kind) {
+    case VertexKind::gpu: return "gpu";
+    case VertexKind::nvswitch: return "nvswitch";
+    case VertexKind::nic: return "nic";
+    case VertexKind::pcie_switch: return "pcie_switch";
+    case VertexKind::fabric_switch: return "switch";
+    case VertexKind::router: return "router";
+  }
+  return "?";
+}
+
+std::string to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::nvlink: return "nvlink";
+    case LinkKind::pcie: return "pcie";
+    case LinkKind::network: return "network";
+  }
+  return "?";
+}
+
+Topology::~Topology() = default;
+
+int Topology::add_vertex(Vertex v) {
+  const int id = static_cast<int>(vertices_.size());
+  const auto gv = boost::add_vertex(graph_);
+  (void)gv;
+  if (v.kind == VertexKind::gpu) gpus_.push_back(id);
+  vertices_.push_back(std::move(v));
+  incident_.emplace_back();
+  return id;
+}
+
+int Topology::add_link(int a, int b, double bandwidth_Bps, double latency_s, LinkKind kind) {
+  if (a < 0 || b < 0 || a >= vertex_count() || b >= vertex_count() || a == b) {
+    throw std::logic_error(fmt::format("add_link: bad endpoints {} - {}", a, b));
+  }
+  if (!(bandwidth_Bps > 0) || latency_s < 0) {
+    throw InputError(fmt::format("link {} - {}: bandwidth must be > 0 and latency >= 0 (got {} B/s, {} s)",
+                                 vertices_[static_cast<std::size_t>(a)].name,
+                                 vertices_[static_cast<std::size_t>(b)].name, bandwidth_Bps, latency_s));
+  }
+  const int id = static_cast<int>(links_.size());
+  links_.push_back(Link{a, b, bandwidth_Bps, latency_s, kind});
+  boost::add_edge(static_cast<std::size_t>(a), static_cast<std::size_t>(b), id, graph_);
+  incident_[static_cast<std::size_t>(a)].push_back(id);
+  incident_[static_cast<std::size_t>(b)].push_back(id);
+  return id;
+}
+
+Path Topology::route(int src_gpu, int dst_gpu) const {
+  if (src_gpu == dst_gpu) return {};
+  if (router_) return router_->route(*this, src_gpu, dst_gpu);
+  static const ShortestPathRouter fallback;
+  return fallback.route(*this, src_gpu, dst_gpu);
+}
+
+double Topology::path_latency(const Path& path) const {
+  double lat = 0;
+  for (const Hop& h : path) lat += link(h.link).latency_s;
+  return lat;
+}
+
+double Topology::path_bandwidth(const Path& path) const {
+  double bw = std::numeric_limits<double>::infinity();
+  for (const Hop& h : path) bw = std::min(bw, link(h.link).bandwidth_Bps);
+  return bw;
+}
+
+Path ShortestPathRouter::route(const Topology& topo, int src_gpu, int dst_gpu) const {
+  const int src = topo.gpu_vertex(src_gpu);
+  const int dst = topo.gpu_vertex(dst_gpu);
+  const auto& g = topo.graph();
+  const auto n = static_cast<std::size_t>(topo.vertex_count());
+  // Boost BFS records the tree edge that discovered each vertex. Out-edges are visited in
+  // insertion order (vecS), so the result is deterministic.
+  using Edge = Topology::Graph::edge_descriptor;
+  std::vector<Edge> via_edge(n);
+  auto recorder = boost::make_bfs_visitor(boost::record_edge_predecessors(
+      boost::make_iterator_property_map(via_edge.begin(), boost::identity_property_map()), boost::on_tree_edge()));
+  boost::breadth_first_search(g, static_cast<std::size_t>(src), boost::visitor(recorder));
+  // record_edge_predecessors leaves unreached vertices with a default edge; mark reached ones.
+  std::vector<int> via_link(n, -1);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (v != static_cast<std::size_t>(src) && via_edge[v] != Edge()) via_link[v] = boost::get(boost::edge_index, g, via_edge[v]);
+  }
+  if (via_link[static_cast<std::size_t>(dst)] < 0) {
+    throw InputError(fmt::format("topology '{}': no path from GPU {} to GPU {} (the topology is disconnected)",
+                                 topo.name, src_gpu, dst_gpu));
+  }
+  Path path;
+  for (int v = dst; v != src;) {
+    const int l = via_link[static_cast<std::size_t>(v)];
+    const Link& lk = topo.link(l);
+    const int from = lk.a == v ? lk.b : lk.a;
+    path.push_back(Hop{l, topo.is_forward(l, from)});
+    v = from;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace commstack::topologies
