@@ -1,0 +1,80 @@
+#pragma once
+// Cluster descriptions: the JSON schema users write (docs/cluster-format.md), the built-in
+// presets, and the builder that turns a description into a Topology.
+//
+// OWNER: topologies work. The function signatures below are relied on by sim/ and cli/; fields
+// may be added.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "topologies/topology.hpp"
+
+namespace commstack::topologies {
+
+struct NicSpec {
+  int gpu = 0;                  // local GPU the NIC is attached to (PCIe switch shared with it)
+  double bandwidth_Bps = 0;     // per direction
+  double latency_s = 0;         // NIC + cable one way
+};
+
+struct NodeSpec {
+  int gpus = 8;
+  std::string gpu_model;        // "H100-SXM5", ...
+  bool nvswitch = true;         // false: GPUs talk over PCIe only
+  double gpu_link_bandwidth_Bps = 0;  // per GPU, per direction, into the NVSwitch plane (or PCIe)
+  double gpu_link_latency_s = 0;
+  double pcie_bandwidth_Bps = 0;      // GPU <-> NIC
+  double pcie_latency_s = 0;
+  std::vector<NicSpec> nics;
+  int nvlink_domain_nodes = 1;  // >1: consecutive nodes share one NVLink fabric (GB200 NVL72: 18)
+};
+
+enum class FabricKind { none, rail_fat_tree, fat_tree, torus, dragonfly };
+
+struct FabricSpec {
+  FabricKind kind = FabricKind::none;
+  double link_bandwidth_Bps = 0;      // switch-to-switch links, per direction
+  double link_latency_s = 0;          // per switch hop (switch + cable)
+  // fat trees (rail-optimized or plain)
+  int tiers = 2;
+  int switch_radix = 64;
+  int nodes_per_unit = 32;            // scalable unit (rail-optimized: one leaf per rail per unit)
+  std::vector<double> oversubscription;  // per tier boundary, down:up (1 = non-blocking), leaf first
+  // torus
+  std::vector<int> dims;
+  // dragonfly
+  int groups = 0;
+  int routers_per_group = 0;
+  int nodes_per_router = 0;
+  int global_links_per_router = 0;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  std::vector<std::string> sources;   // where the numbers come from
+  int nodes = 1;
+  NodeSpec node;
+  FabricSpec fabric;
+};
+
+// The names of the built-in presets, in a stable order.
+std::vector<std::string> preset_names();
+
+// Parses a cluster description. `origin` names the file (or preset) for error messages: every
+// error says origin, the JSON path of the field, and what was expected. Unknown fields are errors.
+ClusterSpec parse_cluster(const nlohmann::json& doc, const std::string& origin);
+
+// A preset name ("dgx-h100") or a path to a JSON file. Throws InputError for an unknown preset
+// (listing the known ones), an unreadable file, or malformed JSON.
+ClusterSpec load_cluster(const std::string& preset_or_path);
+
+// Builds the topology for `spec`, optionally overriding the node count and GPUs per node.
+// Validates it (connected, every GPU reaches every GPU) and installs the family's router.
+Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes = std::nullopt,
+                        std::optional<int> gpus_per_node = std::nullopt);
+
+}  // namespace commstack::topologies
