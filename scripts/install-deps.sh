@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev
+  libpugixml-dev
   gnuplot-nox python3
 )
 missing=()

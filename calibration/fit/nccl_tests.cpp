@@ -1,0 +1,429 @@
+#include "calibration/fit/nccl_tests.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "calibration/fit/text_lines.hpp"
+#include "common/error.hpp"
+
+namespace commstack::fit {
+
+using namespace detail;
+
+namespace {
+
+struct OpName {
+  NcclTestsOp op;
+  std::string_view name;
+};
+// Longest names first so "reduce_scatter" / "all_reduce" win over "reduce" in substring search.
+constexpr std::array<OpName, 13> kOpNames{{
+    {NcclTestsOp::reduce_scatter, "reduce_scatter"},
+    {NcclTestsOp::reduce_scatter, "reducescatter"},
+    {NcclTestsOp::all_reduce, "all_reduce"},
+    {NcclTestsOp::all_reduce, "allreduce"},
+    {NcclTestsOp::all_gather, "all_gather"},
+    {NcclTestsOp::all_gather, "allgather"},
+    {NcclTestsOp::hypercube, "hypercube"},
+    {NcclTestsOp::broadcast, "broadcast"},
+    {NcclTestsOp::sendrecv, "sendrecv"},
+    {NcclTestsOp::alltoall, "alltoall"},
+    {NcclTestsOp::scatter, "scatter"},
+    {NcclTestsOp::gather, "gather"},
+    {NcclTestsOp::reduce, "reduce"},
+}};
+
+NcclTestsOp op_in_text(std::string_view text) {
+  std::string low = lower(text);
+  for (const auto& o : kOpNames)
+    if (low.find(o.name) != std::string::npos) return o.op;
+  return NcclTestsOp::unknown;
+}
+
+enum class Col { size, count, type, redop, root, time, algbw, busbw, wrong, error, i_min, i_max, i_p99, i_cv, timestamp };
+
+bool column_kind(std::string_view name, Col& out) {
+  static const std::map<std::string, Col> names{
+      {"size", Col::size},     {"count", Col::count},   {"type", Col::type},     {"redop", Col::redop},
+      {"root", Col::root},     {"time", Col::time},     {"cputime", Col::time},  {"algbw", Col::algbw},
+      {"busbw", Col::busbw},   {"#wrong", Col::wrong},  {"error", Col::error},   {"i_min", Col::i_min},
+      {"i_max", Col::i_max},   {"i_p99", Col::i_p99},   {"i_cv%", Col::i_cv},    {"timestamp", Col::timestamp}};
+  auto it = names.find(lower(name));
+  if (it == names.end()) return false;
+  out = it->second;
+  return true;
+}
+
+std::string_view strip_hashes(std::string_view line) {
+  line = trim(line);
+  while (!line.empty() && line.front() == '#') line.remove_prefix(1);
+  return line;
+}
+
+bool is_column_header(std::string_view line) {
+  std::string_view body = trim(line);
+  if (body.empty() || body.front() != '#') return false;
+  auto toks = split_ws(strip_hashes(body));
+  if (toks.empty() || lower(toks[0]) != "size") return false;
+  for (auto t : toks)
+    if (lower(t) == "time" || lower(t) == "cputime") return true;
+  return false;
+}
+
+std::optional<std::string> version_from_code(std::int64_t code) {
+  if (code <= 0) return std::nullopt;
+  std::int64_t major, minor, patch;
+  if (code >= 20900) {
+    major = code / 10000;
+    minor = (code % 10000) / 100;
+    patch = code % 100;
+  } else {
+    major = code / 1000;
+    minor = (code % 1000) / 100;
+    patch = code % 100;
+  }
+  return fmt::format("{}.{}.{}", major, minor, patch);
+}
+
+// "2.26.2+cuda12.8" -> "2.26.2"; nullopt when it does not look like a version.
+std::optional<std::string> clean_version(std::string_view token) {
+  auto plus = token.find('+');
+  if (plus != std::string_view::npos) token = token.substr(0, plus);
+  int dots = 0;
+  if (token.empty()) return std::nullopt;
+  for (char c : token) {
+    if (c == '.') ++dots;
+    else if (c < '0' || c > '9') return std::nullopt;
+  }
+  if (dots < 1 || token.front() == '.' || token.back() == '.') return std::nullopt;
+  return std::string(token);
+}
+
+void parse_run_header(std::string_view body, NcclTestsRunHeader& run, const std::string& origin, int line) {
+  auto t = split_ws(body);
+  run.present = true;
+  auto next_int = [&](std::size_t i, std::string_view field) -> int {
+    if (i + 1 >= t.size()) fail(origin, line, fmt::format("run header: '{}' has no value", field));
+    std::int64_t v = need_int(t[i + 1], origin, line, fmt::format("run header '{}'", field));
+    if (v < 0 || v > 1000000000) fail(origin, line, fmt::format("run header '{}': value out of range", field));
+    return static_cast<int>(v);
+  };
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::string_view k = t[i];
+    if (k == "nThread") run.n_thread = next_int(i, k);
+    else if (k == "nGpus") run.n_gpus = next_int(i, k);
+    else if (k == "minBytes") run.min_bytes = need_uint(i + 1 < t.size() ? t[i + 1] : "", origin, line, "run header 'minBytes'");
+    else if (k == "maxBytes") run.max_bytes = need_uint(i + 1 < t.size() ? t[i + 1] : "", origin, line, "run header 'maxBytes'");
+    else if (k == "iters:") {
+      int v = next_int(i, "iters:");
+      std::string_view prev = i > 0 ? t[i - 1] : "";
+      if (prev == "warmup") run.warmup_iters = v;
+      else if (prev == "agg") run.agg_iters = v;
+      else run.iters = v;
+    } else if (k == "validation:") run.validation = next_int(i, k);
+    else if (k == "graph:") run.graph = next_int(i, k);
+  }
+}
+
+NcclTestsRank parse_rank_line(std::string_view body, const std::string& origin, int line) {
+  auto t = split_ws(body);
+  NcclTestsRank r;
+  std::size_t i = 0;
+  auto expect = [&](std::string_view word) {
+    if (i >= t.size() || t[i] != word)
+      fail(origin, line, fmt::format("rank line: expected '{}' in '# Rank r Group g Pid p on host device d [busid] name', got '{}'",
+                                     word, i < t.size() ? printable(t[i]) : std::string("end of line")));
+    ++i;
+  };
+  auto value = [&](std::string_view field) -> std::string_view {
+    if (i >= t.size()) fail(origin, line, fmt::format("rank line: '{}' has no value (truncated line?)", field));
+    return t[i++];
+  };
+  expect("Rank");
+  std::int64_t rank = need_int(value("Rank"), origin, line, "rank line 'Rank'");
+  if (rank < 0 || rank > 10000000) fail(origin, line, "rank line 'Rank': expected 0 <= rank <= 10000000");
+  r.rank = static_cast<int>(rank);
+  if (i < t.size() && t[i] == "Group") {
+    ++i;
+    std::int64_t g = need_int(value("Group"), origin, line, "rank line 'Group'");
+    if (g < 0 || g > 10000000) fail(origin, line, "rank line 'Group': out of range");
+    r.group = static_cast<int>(g);
+  }
+  expect("Pid");
+  r.pid = need_int(value("Pid"), origin, line, "rank line 'Pid'");
+  expect("on");
+  r.host = std::string(value("host"));
+  expect("device");
+  std::int64_t d = need_int(value("device"), origin, line, "rank line 'device'");
+  if (d < 0 || d > 1000000) fail(origin, line, "rank line 'device': out of range");
+  r.device = static_cast<int>(d);
+  std::string_view bus = value("[busid]");
+  if (bus.size() < 2 || bus.front() != '[' || bus.back() != ']')
+    fail(origin, line, fmt::format("rank line: expected '[busid]', got '{}'", printable(bus)));
+  r.busid = std::string(bus.substr(1, bus.size() - 2));
+  std::string name;
+  for (; i < t.size(); ++i) name += (name.empty() ? "" : " ") + std::string(t[i]);
+  if (name.empty()) fail(origin, line, "rank line: GPU name missing after the bus id (truncated line?)");
+  r.gpu_name = name;
+  return r;
+}
+
+void parse_timing_cell(Col kind, std::string_view tok, NcclTestsTiming& t, const std::string& origin, int line,
+                       std::string_view col_name) {
+  std::string field = fmt::format("column '{}'", col_name);
+  switch (kind) {
+    case Col::time: t.time_us = need_nonneg(tok, origin, line, field); break;
+    case Col::algbw: t.algbw_GBps = need_nonneg(tok, origin, line, field); break;
+    case Col::busbw: t.busbw_GBps = need_nonneg(tok, origin, line, field); break;
+    case Col::wrong: {
+      if (tok == "N/A") {
+        t.wrong.reset();
+        break;
+      }
+      double v = need_nonneg(tok, origin, line, fmt::format("{} (a count or N/A)", field));
+      if (v != static_cast<double>(static_cast<std::int64_t>(v)) || v > 9.0e18)
+        fail(origin, line, fmt::format("{}: expected a whole count or N/A, got '{}'", field, printable(tok)));
+      t.wrong = static_cast<std::int64_t>(v);
+      break;
+    }
+    case Col::error: t.max_error = need_nonneg(tok, origin, line, field); break;
+    case Col::i_min: t.i_min_us = need_nonneg(tok, origin, line, field); break;
+    case Col::i_max: t.i_max_us = need_nonneg(tok, origin, line, field); break;
+    case Col::i_p99: t.i_p99_us = need_nonneg(tok, origin, line, field); break;
+    case Col::i_cv: t.i_cv_percent = need_nonneg(tok, origin, line, field); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+std::string to_string(NcclTestsOp op) {
+  switch (op) {
+    case NcclTestsOp::all_reduce: return "all_reduce";
+    case NcclTestsOp::all_gather: return "all_gather";
+    case NcclTestsOp::reduce_scatter: return "reduce_scatter";
+    case NcclTestsOp::alltoall: return "alltoall";
+    case NcclTestsOp::broadcast: return "broadcast";
+    case NcclTestsOp::reduce: return "reduce";
+    case NcclTestsOp::sendrecv: return "sendrecv";
+    case NcclTestsOp::gather: return "gather";
+    case NcclTestsOp::scatter: return "scatter";
+    case NcclTestsOp::hypercube: return "hypercube";
+    case NcclTestsOp::unknown: break;
+  }
+  return "unknown";
+}
+
+NcclTestsOp nccl_tests_op_from_name(std::string_view name) {
+  std::string n = lower(trim(name));
+  for (const char* suffix : {"_perf_mpi", "_perf"}) {
+    std::string_view s(suffix);
+    if (n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0) n.resize(n.size() - s.size());
+  }
+  if (n == "all_to_all") return NcclTestsOp::alltoall;
+  for (const auto& o : kOpNames)
+    if (n == o.name) return o.op;
+  return NcclTestsOp::unknown;
+}
+
+NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint) {
+  NcclTestsResult res;
+  res.origin = origin;
+  const auto lines = split_lines(text);
+  if (trim(text).empty()) throw InputError(fmt::format("{}: empty input, expected nccl-tests output", origin));
+
+  NcclTestsOp op_start = NcclTestsOp::unknown, op_line = NcclTestsOp::unknown, op_cmd = NcclTestsOp::unknown;
+  std::vector<Col> kinds;
+  std::vector<int> half;  // 0 = row key, 1 = out-of-place, 2 = in-place
+  bool in_table = false, done = false;
+  std::set<int> seen_ranks;
+
+  for (const auto& ln : lines) {
+    if (done) break;
+    std::string_view raw = ln.text;
+    std::string_view body = trim(raw);
+    if (body.empty()) continue;
+
+    // NCCL's own version line (NCCL_DEBUG=VERSION or INFO), anywhere before the footer.
+    if (auto p = body.find("NCCL version "); p != std::string_view::npos && !res.nccl_version) {
+      auto toks = split_ws(body.substr(p + 13));
+      if (!toks.empty()) res.nccl_version = clean_version(toks[0]);
+    }
+    if (body.find("NCCL INFO") != std::string_view::npos || body.find("NCCL WARN") != std::string_view::npos)
+      continue;  // interleaved NCCL debug output
+
+    if (body.front() == '#') {
+      std::string_view h = trim(strip_hashes(body));
+      if (is_column_header(body)) {
+        if (in_table) {
+          if (!res.rows.empty()) break;  // a second table starts: keep the first
+          kinds.clear();
+          half.clear();
+          res.columns.clear();
+        }
+        int time_groups = 0;
+        for (auto tok : split_ws(h)) {
+          Col k;
+          if (!column_kind(tok, k))
+            fail(origin, ln.number, fmt::format("column header: unknown column '{}'", printable(tok)));
+          if (k == Col::time) ++time_groups;
+          if (time_groups > 2) fail(origin, ln.number, "column header: more than two time columns");
+          kinds.push_back(k);
+          half.push_back(time_groups);
+          res.columns.emplace_back(tok);
+        }
+        for (std::size_t i = 0; i < kinds.size(); ++i)
+          if (kinds[i] != Col::timestamp && half[i] == 0 && kinds[i] > Col::root)
+            fail(origin, ln.number, fmt::format("column header: '{}' before any time column", res.columns[i]));
+        in_table = true;
+        continue;
+      }
+      if (starts_with_ci(h, "Rank ")) {
+        if (in_table && !res.rows.empty())
+          fail(origin, ln.number, "rank line inside the result table (mixed output from several runs?)");
+        NcclTestsRank r = parse_rank_line(h, origin, ln.number);
+        if (!seen_ranks.insert(r.rank).second)
+          fail(origin, ln.number, fmt::format("rank line: rank {} listed twice (mixed output from several runs?)", r.rank));
+        res.ranks.push_back(std::move(r));
+        continue;
+      }
+      if (starts_with_ci(h, "nThread ")) {
+        if (res.run.present) fail(origin, ln.number, "a second '# nThread' run header (several runs in one file?)");
+        parse_run_header(h, res.run, origin, ln.number);
+        continue;
+      }
+      if (starts_with_ci(h, "Collective test starting:")) {
+        op_start = nccl_tests_op_from_name(h.substr(25));
+        continue;
+      }
+      if (starts_with_ci(h, "OP:")) {
+        auto toks = split_ws(h.substr(3));
+        if (!toks.empty()) {
+          std::string_view name = toks[0];
+          if (!name.empty() && name.back() == ',') name.remove_suffix(1);
+          op_line = nccl_tests_op_from_name(name);
+        }
+        continue;
+      }
+      if (starts_with_ci(h, "nccl-tests version")) {
+        for (auto tok : split_ws(h))
+          if (starts_with_ci(tok, "nccl-library=")) {
+            std::int64_t code = 0;
+            if (to_int64(tok.substr(13), code)) res.nccl_version = version_from_code(code);
+          }
+        continue;
+      }
+      if (starts_with_ci(h, "Avg bus bandwidth")) {
+        auto colon = h.find(':');
+        auto toks = split_ws(colon == std::string_view::npos ? std::string_view{} : h.substr(colon + 1));
+        if (toks.empty()) fail(origin, ln.number, "footer 'Avg bus bandwidth': value missing (truncated?)");
+        res.avg_busbw_GBps = need_nonneg(toks[0], origin, ln.number, "footer 'Avg bus bandwidth'");
+        if (in_table) done = true;
+        continue;
+      }
+      if (starts_with_ci(h, "Out of bounds values")) {
+        auto colon = h.find(':');
+        auto toks = split_ws(colon == std::string_view::npos ? std::string_view{} : h.substr(colon + 1));
+        if (toks.empty()) fail(origin, ln.number, "footer 'Out of bounds values': value missing (truncated?)");
+        res.out_of_bounds = need_int(toks[0], origin, ln.number, "footer 'Out of bounds values'");
+        continue;
+      }
+      continue;  // other comments
+    }
+
+    if (!in_table) {
+      // Launcher output before the table: look for the benchmark binary on a command line.
+      if (op_cmd == NcclTestsOp::unknown)
+        for (auto tok : split_ws(body)) {
+          auto slash = tok.rfind('/');
+          std::string_view base = slash == std::string_view::npos ? tok : tok.substr(slash + 1);
+          if (base.find("_perf") != std::string_view::npos) {
+            NcclTestsOp o = nccl_tests_op_from_name(base);
+            if (o != NcclTestsOp::unknown) {
+              op_cmd = o;
+              break;
+            }
+          }
+        }
+      continue;
+    }
+    if (body == "..." || body == "[...]") {
+      res.elided = true;
+      continue;
+    }
+
+    // A data row.
+    auto toks = split_ws(body);
+    bool has_ts = !kinds.empty() && kinds.back() == Col::timestamp;
+    std::size_t want = has_ts ? kinds.size() - 1 : kinds.size();
+    if (toks.size() < want || (!has_ts && toks.size() != want))
+      fail(origin, ln.number,
+           fmt::format("expected a result row with {} columns ({}), got {} fields (truncated or mixed line?)", want,
+                       fmt::join(res.columns, " "), toks.size()));
+    NcclTestsRow row;
+    row.line = ln.number;
+    for (std::size_t i = 0; i < want; ++i) {
+      std::string_view tok = toks[i];
+      const std::string& cname = res.columns[i];
+      switch (kinds[i]) {
+        case Col::size: row.size_bytes = need_uint(tok, origin, ln.number, "column 'size'"); break;
+        case Col::count: row.count = need_uint(tok, origin, ln.number, "column 'count'"); break;
+        case Col::type: row.type = std::string(tok); break;
+        case Col::redop: row.redop = std::string(tok); break;
+        case Col::root: row.root = need_int(tok, origin, ln.number, "column 'root'"); break;
+        case Col::timestamp: break;
+        default: {
+          auto& slot = half[i] == 1 ? row.out_of_place : row.in_place;
+          if (!slot) slot.emplace();
+          parse_timing_cell(kinds[i], tok, *slot, origin, ln.number, cname);
+        }
+      }
+    }
+    res.rows.push_back(std::move(row));
+  }
+
+  if (kinds.empty())
+    throw InputError(fmt::format("{}: no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') found; "
+                                 "is this nccl-tests output?",
+                                 origin));
+  if (std::find(kinds.begin(), kinds.end(), Col::size) == kinds.end())
+    throw InputError(fmt::format("{}: the result table has no 'size' column", origin));
+  if (res.rows.empty())
+    throw InputError(fmt::format("{}: the result table has no data rows (empty or truncated output)", origin));
+
+  // Op inference, most explicit first (documented in docs/measurement-formats.md).
+  auto base_name = [&]() {
+    auto slash = origin.find_last_of("/\\");
+    return slash == std::string::npos ? origin : origin.substr(slash + 1);
+  };
+  if (op_hint != NcclTestsOp::unknown) res.op = op_hint, res.op_source = "explicit";
+  else if (op_start != NcclTestsOp::unknown) res.op = op_start, res.op_source = "test-start line";
+  else if (op_line != NcclTestsOp::unknown) res.op = op_line, res.op_source = "OP line";
+  else if (op_cmd != NcclTestsOp::unknown) res.op = op_cmd, res.op_source = "command line";
+  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown) res.op = o, res.op_source = "filename";
+  else res.op_source = "unknown";
+
+  // Derived cluster shape from the rank lines.
+  if (!res.ranks.empty()) {
+    res.n_ranks = static_cast<int>(res.ranks.size());
+    std::map<std::string, int> per_host;
+    for (const auto& r : res.ranks) ++per_host[r.host];
+    res.n_hosts = static_cast<int>(per_host.size());
+    int first = per_host.begin()->second;
+    bool uniform = std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == first; });
+    res.gpus_per_node = uniform ? first : 0;
+    res.ranks_complete = *seen_ranks.rbegin() == res.n_ranks - 1;
+    res.gpu_model = res.ranks.front().gpu_name;
+  }
+  return res;
+}
+
+NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint) {
+  return parse_nccl_tests(read_text_file(path), path, op_hint);
+}
+
+}  // namespace commstack::fit

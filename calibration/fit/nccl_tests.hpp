@@ -1,0 +1,98 @@
+#pragma once
+// Parser for the text output of NVIDIA nccl-tests (all_reduce_perf, all_gather_perf, ...):
+// the "# nThread ..." run header, the "#  Rank r Group g Pid p on host device d [busid] name"
+// device lines, the column header, the result rows (out-of-place and in-place time / algbw /
+// busbw / #wrong, optional -I per-iteration columns i_min i_max i_p99 i_cv%) and the footer.
+// Formats and inference rules are described in docs/measurement-formats.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commstack::fit {
+
+enum class NcclTestsOp {
+  unknown,
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  alltoall,
+  broadcast,
+  reduce,
+  sendrecv,
+  gather,
+  scatter,
+  hypercube
+};
+std::string to_string(NcclTestsOp op);
+// "all_reduce", "all_reduce_perf", "allreduce", "AllReduce" -> all_reduce; unknown names -> unknown.
+NcclTestsOp nccl_tests_op_from_name(std::string_view name);
+
+// One timed half of a row (out-of-place or in-place).
+struct NcclTestsTiming {
+  double time_us = 0;                  // mean time per call, microseconds (host wall clock)
+  std::optional<double> algbw_GBps;    // bytes / time, GB/s (1e9)
+  std::optional<double> busbw_GBps;    // algbw x the op's bus factor
+  std::optional<std::int64_t> wrong;   // #wrong elements; empty when printed as N/A (-c 0)
+  std::optional<double> max_error;     // old format "error" column (max relative error)
+  // -I per-iteration statistics (CUDA events), microseconds / percent.
+  std::optional<double> i_min_us, i_max_us, i_p99_us, i_cv_percent;
+};
+
+struct NcclTestsRow {
+  int line = 0;                      // line in the input
+  std::uint64_t size_bytes = 0;      // "size (B)" column
+  std::optional<std::uint64_t> count;  // elements
+  std::string type;                  // float, half, uint8, ...
+  std::string redop;                 // sum, none, ...
+  std::optional<std::int64_t> root;  // -1 when not rooted
+  std::optional<NcclTestsTiming> out_of_place;
+  std::optional<NcclTestsTiming> in_place;
+};
+
+struct NcclTestsRank {
+  int rank = 0;
+  int group = 0;
+  std::int64_t pid = 0;
+  std::string host;
+  int device = 0;
+  std::string busid;     // text between the brackets
+  std::string gpu_name;  // e.g. "NVIDIA H100 80GB HBM3"
+};
+
+// "# nThread 1 nGpus 1 minBytes 8 maxBytes ... warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
+struct NcclTestsRunHeader {
+  bool present = false;
+  std::optional<int> n_thread, n_gpus, warmup_iters, iters, agg_iters, validation, graph;
+  std::optional<std::uint64_t> min_bytes, max_bytes;
+};
+
+struct NcclTestsResult {
+  std::string origin;
+  NcclTestsOp op = NcclTestsOp::unknown;
+  std::string op_source;  // "explicit", "test-start line", "OP line", "command line", "filename", "unknown"
+  std::optional<std::string> nccl_version;  // "2.26.2" from "NCCL version 2.26.2+cuda12.8" or nccl-library=22903
+  NcclTestsRunHeader run;
+  std::vector<NcclTestsRank> ranks;  // as printed
+  // Derived from the rank lines (0 when there are none): ranks printed, distinct hosts, and
+  // GPUs per host when every host has the same number of ranks (0 when hosts differ).
+  int n_ranks = 0;
+  int n_hosts = 0;
+  int gpus_per_node = 0;
+  bool ranks_complete = false;  // rank numbers are exactly 0..n_ranks-1
+  std::string gpu_model;        // GPU name of rank 0 (first rank line), "" when none
+  std::vector<std::string> columns;  // column names of the result table, as printed
+  std::vector<NcclTestsRow> rows;
+  bool elided = false;  // the table contained "..." lines (a published excerpt)
+  std::optional<double> avg_busbw_GBps;      // footer "# Avg bus bandwidth"
+  std::optional<std::int64_t> out_of_bounds;  // footer "# Out of bounds values"
+};
+
+// Parses nccl-tests output. `origin` names the input in error messages (a path). `op_hint`
+// overrides inference when it is not unknown. Throws InputError on anything it cannot use.
+NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin,
+                                 NcclTestsOp op_hint = NcclTestsOp::unknown);
+NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint = NcclTestsOp::unknown);
+
+}  // namespace commstack::fit

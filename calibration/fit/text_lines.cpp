@@ -1,0 +1,129 @@
+#include "calibration/fit/text_lines.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace commstack::fit::detail {
+
+std::vector<Line> split_lines(std::string_view text) {
+  std::vector<Line> lines;
+  int number = 1;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    std::string_view line = text.substr(start, (end == std::string_view::npos ? text.size() : end) - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back({number++, line});
+    start = next;
+  }
+  return lines;
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::vector<std::string_view> split_ws(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    std::size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+static char lower_char(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+bool equals_ci(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower_char(a[i]) != lower_char(b[i])) return false;
+  return true;
+}
+
+bool starts_with_ci(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && equals_ci(text.substr(0, prefix.size()), prefix);
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = lower_char(c);
+  return out;
+}
+
+std::string printable(std::string_view token) {
+  std::string out;
+  for (char c : token.substr(0, 40)) out += (std::isprint(static_cast<unsigned char>(c)) ? c : '?');
+  if (token.size() > 40) out += "...";
+  return out;
+}
+
+void fail(std::string_view origin, int line, std::string_view message) {
+  throw InputError(fmt::format("{}:{}: {}", origin, line, message));
+}
+
+bool to_double(std::string_view token, double& out) {
+  if (token.empty()) return false;
+  if (token.front() == '+') token.remove_prefix(1);
+  auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), out);
+  return ec == std::errc() && ptr == token.data() + token.size() && std::isfinite(out);
+}
+
+bool to_int64(std::string_view token, std::int64_t& out) {
+  if (token.empty()) return false;
+  if (token.front() == '+') token.remove_prefix(1);
+  auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), out);
+  return ec == std::errc() && ptr == token.data() + token.size();
+}
+
+double need_double(std::string_view token, std::string_view origin, int line, std::string_view field) {
+  double v = 0;
+  if (!to_double(token, v)) fail(origin, line, fmt::format("{}: expected a number, got '{}'", field, printable(token)));
+  return v;
+}
+
+double need_nonneg(std::string_view token, std::string_view origin, int line, std::string_view field) {
+  double v = need_double(token, origin, line, field);
+  if (v < 0) fail(origin, line, fmt::format("{}: expected a number >= 0, got '{}'", field, printable(token)));
+  return v;
+}
+
+std::int64_t need_int(std::string_view token, std::string_view origin, int line, std::string_view field) {
+  std::int64_t v = 0;
+  if (!to_int64(token, v)) fail(origin, line, fmt::format("{}: expected an integer, got '{}'", field, printable(token)));
+  return v;
+}
+
+std::uint64_t need_uint(std::string_view token, std::string_view origin, int line, std::string_view field) {
+  std::int64_t v = need_int(token, origin, line, field);
+  if (v < 0) fail(origin, line, fmt::format("{}: expected an integer >= 0, got '{}'", field, printable(token)));
+  return static_cast<std::uint64_t>(v);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open file for reading", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
+  return ss.str();
+}
+
+}  // namespace commstack::fit::detail

@@ -1,0 +1,42 @@
+#pragma once
+// Small helpers shared by the measurement parsers: split text into numbered lines and
+// whitespace tokens, convert tokens to numbers strictly, and raise InputError messages of one
+// shape ("<origin>:<line>: <what was expected>, got '<token>'") so every parser reports bad
+// input the same way. Internal to calibration/fit; not a public header of the library.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commstack::fit::detail {
+
+struct Line {
+  int number = 0;         // 1-based line number in the original text
+  std::string_view text;  // without the line terminator (\n or \r\n)
+};
+
+std::vector<Line> split_lines(std::string_view text);
+std::vector<std::string_view> split_ws(std::string_view text);
+std::string_view trim(std::string_view text);
+bool starts_with_ci(std::string_view text, std::string_view prefix);
+bool equals_ci(std::string_view a, std::string_view b);
+std::string lower(std::string_view text);
+
+// A token shown in an error message: at most 40 characters, non-printable bytes as '?'.
+std::string printable(std::string_view token);
+
+[[noreturn]] void fail(std::string_view origin, int line, std::string_view message);
+
+// Strict conversions: the whole token must be a finite number (no trailing characters).
+bool to_double(std::string_view token, double& out);
+bool to_int64(std::string_view token, std::int64_t& out);
+
+double need_double(std::string_view token, std::string_view origin, int line, std::string_view field);
+double need_nonneg(std::string_view token, std::string_view origin, int line, std::string_view field);
+std::int64_t need_int(std::string_view token, std::string_view origin, int line, std::string_view field);
+std::uint64_t need_uint(std::string_view token, std::string_view origin, int line, std::string_view field);
+
+// Whole file as a string; InputError naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
+
+}  // namespace commstack::fit::detail

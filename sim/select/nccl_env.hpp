@@ -1,0 +1,42 @@
+#pragma once
+// NCCL's user overrides that the tuning model honours: NCCL_ALGO / NCCL_PROTO (plain list,
+// "^" exclusion, and the per-function form "allreduce:tree,ring;broadcast:ring" of NCCL >= 2.24),
+// NCCL_MIN_CTAS / NCCL_MAX_CTAS, NCCL_NTHREADS / NCCL_LL128_NTHREADS, NCCL_NET_OVERHEAD,
+// NCCL_PAT_ENABLE, NCCL_NVLS_ENABLE, NCCL_LL128_C2C.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/select/nccl_types.hpp"
+
+namespace commstack::select {
+
+struct NcclEnv {
+  std::optional<std::string> algo;   // NCCL_ALGO
+  std::optional<std::string> proto;  // NCCL_PROTO
+  int min_ctas = 0;                  // NCCL_MIN_CTAS, 0 = unset (1)
+  int max_ctas = 0;                  // NCCL_MAX_CTAS, 0 = unset (64)
+  int nthreads = -2;                 // NCCL_NTHREADS, -2 = unset
+  int ll128_nthreads = -2;           // NCCL_LL128_NTHREADS
+  std::optional<double> net_overhead_ns;  // NCCL_NET_OVERHEAD (ns)
+  int pat_enable = 2;                // NCCL_PAT_ENABLE: 0 off, 1 on, 2 auto
+  int nvls_enable = 2;               // NCCL_NVLS_ENABLE: 0 off
+  bool ll128_c2c = true;             // NCCL_LL128_C2C
+};
+
+// Enabled flags per function: algo[f][a], proto[f][p] (LL128 starts at 2 = "auto").
+struct EnableMatrix {
+  int algo[kNumFuncs][kNumAlgos];
+  int proto[kNumFuncs][kNumProtos];
+  EnableMatrix();
+};
+
+// Applies one NCCL_ALGO (is_algo) or NCCL_PROTO value with NCCL's parseList rules. Throws
+// InputError naming `var` for an unknown function prefix or element, or a later entry without
+// a prefix (NCCL rejects those too).
+void apply_nccl_list(std::string_view value, std::string_view var, bool is_algo, EnableMatrix& m);
+
+// Checks ranges (CTAs 1..64, threads multiple of 32 in 64..640) and throws InputError naming the variable.
+void validate(const NcclEnv& env);
+
+}  // namespace commstack::select

@@ -1,0 +1,365 @@
+#include "sim/select/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace commstack::select {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMaxNThreads = 640;        // NCCL_MAX_NTHREADS
+constexpr int kSimpleMaxNThreads = 512;  // NCCL_SIMPLE_MAX_NTHREADS
+constexpr int kLLMaxNThreads = 512;      // NCCL_LL_MAX_NTHREADS
+constexpr int kLL128MaxNThreads = 640;   // NCCL_LL128_MAX_NTHREADS
+constexpr double kPciBw = 12.0;          // PCI_BW, Gen3 x16 (topo.h)
+constexpr int kMaxDirectArity = 7;
+constexpr int kMaxNvlsArity = 32;
+
+int get_nthreads(int env, int min, int max, int def) {
+  if (env <= 0) return def;
+  if (env % kWarp != 0) return max;
+  return std::clamp(env, min, max);
+}
+
+int log2i(std::uint64_t n) {
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+const GraphParams& graph_for(const CommShape& s, Algo a) {
+  switch (a) {
+    case Algo::tree: return s.tree;
+    case Algo::ring: return s.ring;
+    case Algo::collnet_direct: return s.collnet_direct;
+    case Algo::collnet_chain: return s.collnet_chain;
+    case Algo::nvls: return s.nvls;
+    case Algo::nvls_tree: return s.nvls;
+    case Algo::pat: return s.tree;
+  }
+  return s.ring;
+}
+
+void check_shape(const CommShape& s) {
+  if (s.n_ranks < 1) throw InputError(fmt::format("communicator: nRanks must be >= 1, got {}", s.n_ranks));
+  if (s.n_nodes < 1 || s.n_nodes > s.n_ranks)
+    throw InputError(fmt::format("communicator: nNodes must be in 1..nRanks ({}), got {}", s.n_ranks, s.n_nodes));
+  if (s.min_sm < 30 || s.max_sm < s.min_sm || s.max_sm > 1000)
+    throw InputError(fmt::format("communicator: GPU SM versions must satisfy 30 <= min ({}) <= max ({})", s.min_sm, s.max_sm));
+  for (Algo a : kAllAlgos) {
+    const GraphParams& g = graph_for(s, a);
+    if (g.n_channels < 0 || g.n_channels > 64 || !(g.bw_intra >= 0) || !(g.bw_inter >= 0) || !(g.latency_inter_us >= 0) ||
+        !std::isfinite(g.bw_intra) || !std::isfinite(g.bw_inter))
+      throw InputError(fmt::format("communicator: {} graph: channels must be 0..64 and bandwidths/latency finite and >= 0", to_string(a)));
+  }
+  if (s.ring.n_channels < 1) throw InputError("communicator: ring graph needs at least 1 channel");
+}
+
+bool pat_enabled(const CommShape& s, const NcclEnv& env) {
+  if (s.min_sm < 60) return false;
+  if (env.pat_enable != 2) return env.pat_enable != 0;
+  if (s.n_nodes != s.n_ranks) return false;
+  return s.net_device_host;
+}
+
+double net_overhead(const CommShape& s, const NcclEnv& env) {
+  if (env.net_overhead_ns) return *env.net_overhead_ns * .001;
+  if (s.cpu_arch == CpuArch::x86 && s.cpu_vendor == CpuVendor::intel) return 1.0;
+  if (s.cpu_arch == CpuArch::x86 && s.cpu_vendor == CpuVendor::amd) return 2.0;
+  return 1.0;
+}
+
+}  // namespace
+
+TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion version) {
+  check_shape(s);
+  validate(env);
+  const TunerConstants& k = tuner_constants(version);
+  TuneTables t;
+  t.version = version;
+
+  const int simple_default = (s.ring.bw_intra * s.ring.n_channels <= kPciBw) ? 256 : kSimpleMaxNThreads;
+  t.max_threads[idx(Algo::ring)][idx(Proto::simple)] = get_nthreads(env.nthreads, 2 * kWarp, kSimpleMaxNThreads, simple_default);
+  t.max_threads[idx(Algo::tree)][idx(Proto::simple)] = get_nthreads(env.nthreads, 2 * kWarp, kSimpleMaxNThreads, kSimpleMaxNThreads);
+  for (Algo a : {Algo::collnet_direct, Algo::collnet_chain, Algo::nvls, Algo::nvls_tree})
+    t.max_threads[idx(a)][idx(Proto::simple)] = kMaxNThreads;
+  for (Algo a : {Algo::ring, Algo::tree}) {
+    t.max_threads[idx(a)][idx(Proto::ll)] = get_nthreads(env.nthreads, 2 * kWarp, kLLMaxNThreads, kLLMaxNThreads);
+    t.max_threads[idx(a)][idx(Proto::ll128)] =
+        get_nthreads(env.ll128_nthreads, kLL128MaxNThreads / 4, kLL128MaxNThreads, kLL128MaxNThreads);
+  }
+
+  // Channels after NCCL_MIN/MAX_CTAS (graph/connect.cc: min with maxCTAs, then copy up to minCTAs).
+  int nc = s.n_channels > 0 ? s.n_channels : std::max(1, std::min(s.ring.n_channels, s.tree.n_channels > 0 ? s.tree.n_channels : s.ring.n_channels));
+  if (env.max_ctas > 0) nc = std::min(nc, env.max_ctas);
+  if (env.min_ctas > 0) nc = std::max(nc, env.min_ctas);
+  t.comm_channels = std::min(nc, 64);
+  t.nvls_channels = s.nvls_channels > 0 ? s.nvls_channels : s.nvls.n_channels;
+
+  for (int a = 0; a < kNumAlgos; ++a) {
+    t.thread_threshold[a][idx(Proto::ll)] = 8;
+    t.thread_threshold[a][idx(Proto::ll128)] = 8;
+    t.thread_threshold[a][idx(Proto::simple)] = 64;
+  }
+  t.thread_threshold[idx(Algo::ring)][idx(Proto::ll)] *= s.n_ranks;
+  t.thread_threshold[idx(Algo::collnet_direct)][idx(Proto::simple)] = 512;
+  t.thread_threshold[idx(Algo::collnet_chain)][idx(Proto::simple)] = 512;
+
+  const int n_nodes = s.n_nodes, n_ranks = s.n_ranks;
+  if (n_ranks <= 1) return t;
+
+  const int cc = arch_index(s.min_sm);
+  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
+  const int index1 = n_nodes == 1 ? cc : (s.cpu_vendor == CpuVendor::amd || s.cpu_vendor == CpuVendor::mixed) ? 1 : 0;
+  const double ll_max_bw = k.ll_max_bw[index1][index2];
+  const double per_ch_max_tree_bw = k.per_ch_max_tree_bw[cc][index2];
+  const double per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw[cc][index2];
+  const double per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw[cc][index2];
+  const double per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw[cc][index2];
+  double hw_lat[kNumHw][kNumAlgos][kNumProtos];
+  std::copy(&k.hw_latency_us[0][0][0], &k.hw_latency_us[0][0][0] + kNumHw * kNumAlgos * kNumProtos, &hw_lat[0][0][0]);
+  if (s.cpu_arch == CpuArch::power)  // NCCL de-penalises Tree/Simple on POWER
+    hw_lat[idx(Hw::pci)][idx(Algo::tree)][idx(Proto::simple)] = hw_lat[idx(Hw::pci)][idx(Algo::ring)][idx(Proto::simple)];
+  const float ppn = static_cast<float>(n_ranks) / static_cast<float>(n_nodes);
+
+  for (Func f : kAllFuncs) {
+    const int coll = idx(f);
+    const int nsteps = f == Func::all_reduce ? 2 * (n_ranks - 1) : (f == Func::reduce_scatter || f == Func::all_gather) ? n_ranks - 1 : n_ranks;
+    for (Algo algo : kAllAlgos) {
+      const int a = idx(algo);
+      const GraphParams& g = graph_for(s, algo);
+      if ((f == Func::broadcast || f == Func::reduce) && algo != Algo::ring) continue;
+      if ((f == Func::reduce_scatter || f == Func::all_gather) && algo != Algo::pat && algo != Algo::ring && algo != Algo::nvls &&
+          algo != Algo::collnet_direct)
+        continue;
+      if (f == Func::all_reduce && algo == Algo::pat) continue;
+      const int intra_hw = g.type_intra == PathType::nvl ? idx(Hw::nvlink) : idx(Hw::pci);
+      const int hw = n_nodes == 1 ? intra_hw : idx(Hw::net);
+      for (Proto proto : kAllProtos) {
+        const int p = idx(proto);
+        if ((algo == Algo::nvls || algo == Algo::nvls_tree) && proto != Proto::simple) continue;
+        if ((f == Func::reduce_scatter || f == Func::all_gather) && algo == Algo::pat &&
+            (proto != Proto::simple || !pat_enabled(s, env)))
+          continue;
+        const bool collnet = algo == Algo::collnet_direct || algo == Algo::collnet_chain;
+        float bw = static_cast<float>(n_nodes <= 2 || collnet ? g.bw_intra : g.bw_inter);
+        if (algo == Algo::nvls || algo == Algo::nvls_tree) {
+          if (g.n_channels < 2) continue;
+          float intra = static_cast<float>(g.bw_intra * k.nvls_efficiency[cc] * (g.n_channels - 1) / g.n_channels);
+          if (f == Func::all_reduce) intra *= 2.0f;
+          else intra *= (ppn - 1) / ppn;
+          float inter = static_cast<float>(g.bw_inter * ((n_nodes <= 2 && algo == Algo::nvls_tree) ? 2 : 1));
+          bw = std::min({intra, inter, algo == Algo::nvls_tree ? static_cast<float>(per_ch_max_nvls_tree_bw) : std::numeric_limits<float>::max()});
+        }
+        float bus = static_cast<float>(g.n_channels) * bw;
+        if (algo == Algo::ring && proto == Proto::ll) bus = static_cast<float>(std::min(ll_max_bw, bus * .5));
+        if (algo == Algo::ring && proto == Proto::ll128) bus = static_cast<float>(std::min(bus * 0.92, g.n_channels * per_ch_max_ring_ll128_bw));
+        if (algo == Algo::tree && f == Func::all_reduce) bus = static_cast<float>(std::min(bus * .92, g.n_channels * per_ch_max_tree_bw));
+        if (algo == Algo::tree && proto == Proto::ll) bus = static_cast<float>(std::min(bus * 1.0 / 3.8, ll_max_bw));
+        if (algo == Algo::tree && proto == Proto::ll128)
+          bus = static_cast<float>(std::min(bus * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), g.n_channels * per_ch_max_tree_ll128_bw));
+        if (algo == Algo::tree && s.tree.pattern == 3) bus *= .85f;  // NCCL_TOPO_PATTERN_TREE
+        if (algo == Algo::pat) bus *= .75f;
+        if (collnet && proto != Proto::simple) bus = 0;
+        if (algo == Algo::collnet_direct && proto == Proto::simple) {
+          if (f == Func::all_gather || f == Func::reduce_scatter) {
+            bus = static_cast<float>(ppn * std::min(g.bw_intra, g.bw_inter * 0.9));
+          } else {
+            float factor = ppn / static_cast<float>(std::max(1, g.n_channels));
+            factor -= (factor - 1) / 2;
+            bus /= factor;
+            if (s.min_sm >= 90) bus *= .85f;
+          }
+        }
+        if ((algo == Algo::nvls || algo == Algo::collnet_direct) && proto == Proto::simple &&
+            (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
+          const int local = s.local_ranks > 0 ? s.local_ranks : (n_ranks + n_nodes - 1) / n_nodes;
+          if (!s.collnet_support || !s.collnet_ag_rs || local > s.collnet_heads) bus = 0;
+        }
+        if (!(algo != Algo::ring && (f == Func::all_gather || f == Func::reduce_scatter))) {
+          float ratio = (algo == Algo::ring || algo == Algo::nvls || algo == Algo::nvls_tree)
+                            ? static_cast<float>(1.0 * n_ranks / nsteps)
+                            : .5f;
+          bus *= ratio;
+        }
+        t.bandwidth_GBps[coll][a][p] = bus;
+        t.computed[coll][a][p] = true;
+        float lat = static_cast<float>(k.base_latency_us[a][p]);
+        float intra_lat = static_cast<float>(hw_lat[intra_hw][a][p]);
+        float inter_lat = static_cast<float>(ppn == 1 ? hw_lat[idx(Hw::net)][idx(Algo::tree)][p] : hw_lat[idx(Hw::net)][a][p]);
+        inter_lat += static_cast<float>(g.latency_inter_us);
+        if (proto == Proto::simple) inter_lat += static_cast<float>(g.latency_inter_us);
+        const int ppn_i = n_ranks / n_nodes;
+        if (algo == Algo::ring) {
+          float l = static_cast<float>(hw_lat[hw][a][p]);
+          if (f == Func::reduce || f == Func::broadcast) {
+            if (g.same_channels) {
+              lat += l;
+            } else {
+              if (proto == Proto::simple) l = static_cast<float>(hw_lat[hw][idx(Algo::tree)][p]);
+              lat += static_cast<float>(nsteps) * l;
+            }
+          } else {
+            float overhead = 0;
+            if (n_nodes > 1) {
+              overhead = static_cast<float>(net_overhead(s, env));
+              if (proto == Proto::simple) overhead *= 3;
+            }
+            intra_lat = std::max(intra_lat, overhead);
+            int inter_steps = n_nodes == 1 ? 0 : f == Func::all_reduce ? 2 * (n_nodes - 1) : n_nodes - 1;
+            lat += static_cast<float>(nsteps - inter_steps) * intra_lat + static_cast<float>(inter_steps) * inter_lat;
+          }
+        } else if (algo == Algo::tree) {
+          if (f == Func::all_reduce) lat += 2 * (static_cast<float>(ppn_i - 1) * intra_lat + static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat);
+        } else if (algo == Algo::collnet_direct) {
+          lat += 2 * (static_cast<float>(std::min(1, ppn_i - 1)) * intra_lat + static_cast<float>(ppn_i - 1) * 0.4f) + inter_lat;
+        } else if (algo == Algo::collnet_chain) {
+          lat += 2 * static_cast<float>(ppn_i - 1) * intra_lat + inter_lat;
+        } else if (algo == Algo::nvls) {
+          lat = intra_lat;
+          if (n_nodes > 1) lat += inter_lat;
+        } else if (algo == Algo::nvls_tree) {
+          lat += intra_lat + 2 * static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat;
+        } else if (algo == Algo::pat) {
+          if (f == Func::all_gather || f == Func::reduce_scatter)
+            lat += static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * (inter_lat / 3.5f) + static_cast<float>(n_ranks) * 2.8f;
+        }
+        t.latency_us[coll][a][p] = lat;
+      }
+    }
+  }
+
+  // Enable flags: user lists, then NCCL's own disables, then LL128's default rule.
+  EnableMatrix m;
+  if (env.proto) apply_nccl_list(*env.proto, "NCCL_PROTO", false, m);
+  if (env.algo) apply_nccl_list(*env.algo, "NCCL_ALGO", true, m);
+  for (Func f : kAllFuncs)
+    for (Algo algo : kAllAlgos) {
+      bool disable = false;
+      if (n_nodes == 1 && algo == Algo::nvls_tree) disable = true;
+      if (!s.collnet_support && (algo == Algo::collnet_direct || algo == Algo::collnet_chain || (algo == Algo::nvls && n_nodes > 1)))
+        disable = true;
+      if (version == NcclVersion::v2_30_7 && s.collnet_support && algo == Algo::collnet_chain && !s.collnet_chain_support) disable = true;
+      if (s.nvs_count == 0 && algo == Algo::collnet_direct) disable = true;
+      if (disable) m.algo[idx(f)][idx(algo)] = 0;
+    }
+  for (Func f : kAllFuncs)
+    for (Algo algo : kAllAlgos)
+      for (Proto proto : kAllProtos) {
+        const GraphParams& g = graph_for(s, algo);
+        int pe = m.proto[idx(f)][idx(proto)];
+        if (pe == 2 && proto == Proto::ll128) {
+          pe = 1;
+          if (env.ll128_c2c && s.min_sm >= 90) pe &= g.type_inter <= PathType::pxn;
+          else pe &= g.type_inter <= PathType::pxb;
+          pe &= g.type_intra <= PathType::nvb;
+          pe &= k.ll128_mixed_sm90 ? (s.min_sm == s.max_sm || s.min_sm >= 90) : (s.min_sm == s.max_sm);
+          pe &= !(s.min_sm < 70 || (s.min_sm == 90 && s.cudart_version == 11080 && f == Func::all_reduce && algo == Algo::ring && n_ranks == 2));
+        }
+        if (pe == 0 || m.algo[idx(f)][idx(algo)] == 0) t.bandwidth_GBps[idx(f)][idx(algo)][idx(proto)] = 0;
+      }
+  return t;
+}
+
+Selection select_algorithm(const TuneTables& t, const CommShape& s, Func f, std::uint64_t bytes, bool fp8) {
+  const TunerConstants& k = tuner_constants(t.version);
+  Selection sel;
+  sel.func = f;
+  sel.bytes = bytes;
+  for (auto& row : sel.time_us)
+    for (float& x : row) x = -1;
+  const int coll = idx(f);
+  const int local = s.local_ranks > 0 ? s.local_ranks : (s.n_ranks + s.n_nodes - 1) / s.n_nodes;
+  if (s.n_ranks == 1) {
+    sel.time_us[idx(Algo::ring)][idx(Proto::simple)] = 0;
+    sel.allowed[idx(Algo::ring)][idx(Proto::simple)] = true;
+    sel.algo = Algo::ring;
+    sel.proto = Proto::simple;
+  } else {
+    const bool nvls_support = s.nvls_support;
+    for (Algo algo : kAllAlgos) {
+      const int a = idx(algo);
+      if ((algo == Algo::collnet_direct || algo == Algo::collnet_chain) && !s.collnet_support) continue;
+      if ((algo == Algo::collnet_direct || algo == Algo::collnet_chain) && local > kMaxDirectArity + 1) continue;
+      if ((algo == Algo::nvls || algo == Algo::nvls_tree) && (!nvls_support || (f != Func::all_reduce && local > kMaxNvlsArity))) continue;
+      if (algo == Algo::nvls && !s.collnet_support && s.n_nodes > 1) continue;
+      for (Proto proto : kAllProtos) {
+        const int p = idx(proto);
+        float bw = t.bandwidth_GBps[coll][a][p];
+        float lat = t.latency_us[coll][a][p];
+        if (bw == 0) continue;  // time -1: disabled
+        int log_size = log2i(bytes >> 6);
+        if (bytes >> 6 == 0) log_size = -1;
+        if (algo == Algo::tree && f == Func::all_reduce && log_size >= 0 && log_size < 23)
+          bw *= static_cast<float>(k.tree_correction[p][log_size]);
+        if (k.nvls_tree_correction_blackwell_x86 && algo == Algo::nvls_tree && f == Func::all_reduce && log_size >= 0 && log_size < 24 &&
+            s.min_sm >= 100 && s.cpu_arch == CpuArch::x86)
+          bw *= static_cast<float>(k.tree_correction[p][log_size]);
+        if (algo == Algo::ring && proto == Proto::simple && s.n_nodes > 1 && f == Func::all_reduce &&
+            bytes / (static_cast<std::uint64_t>(t.comm_channels) * static_cast<std::uint64_t>(s.n_ranks)) >= 64)
+          lat *= static_cast<float>(s.min_sm < 80 ? k.ring_plateau_factor_pre_sm80 : k.ring_plateau_factor);
+        float time = lat + static_cast<float>(bytes) / (1000 * bw);
+        if (fp8 && algo == Algo::ring && s.n_ranks > 8) time *= 1024.0f;
+        sel.time_us[a][p] = time;
+        sel.allowed[a][p] = true;
+      }
+    }
+    float best = 3600000000.0f;
+    bool found = false;
+    for (Algo algo : kAllAlgos)
+      for (Proto proto : kAllProtos) {
+        float time = sel.time_us[idx(algo)][idx(proto)];
+        if (time >= 0 && time < best) {
+          best = time;
+          sel.algo = algo;
+          sel.proto = proto;
+          found = true;
+        }
+      }
+    if (!found)
+      throw InputError(fmt::format("no algorithm/protocol available for {} (check NCCL_ALGO / NCCL_PROTO and the communicator shape)",
+                                   to_string(f)));
+    sel.best_time_us = best;
+  }
+
+  // Channels and threads (topoGetAlgoInfo).
+  const int a = idx(sel.algo), p = idx(sel.proto);
+  int nc = t.comm_channels;
+  int nt = t.max_threads[a][p];
+  long threshold = t.thread_threshold[a][p];
+  const auto b = static_cast<long double>(bytes);
+  if (sel.algo == Algo::collnet_direct) {
+    int sw = 16;
+    bool flag = true;
+    while (sw >= 1 && flag) {
+      while ((flag = b < static_cast<long double>(nc) * nt * s.collnet_heads * threshold) && nc > sw) {
+        if (nc == sw + sw / 2) threshold /= 2;
+        --nc;
+      }
+      sw /= 2;
+    }
+  } else if (sel.algo == Algo::nvls || sel.algo == Algo::nvls_tree) {
+    nc = (s.n_nodes > 1 && sel.algo == Algo::nvls) ? std::min(t.nvls_channels, t.comm_channels) : t.nvls_channels;
+  } else {
+    while (b < static_cast<long double>(nc) * nt * threshold && nc >= 2) --nc;
+  }
+  if (sel.algo != Algo::nvls && sel.algo != Algo::nvls_tree && sel.algo != Algo::collnet_direct)
+    while (b < static_cast<long double>(nc) * nt * threshold && nt % 128 == 0 && nt > 0) nt /= 2;
+  if (sel.proto == Proto::simple) {
+    if (sel.algo == Algo::ring) nt += kWarp;
+    if (sel.algo == Algo::tree) nt += 4 * kWarp;
+  }
+  nt = nt / kWarp < 3 ? 3 * kWarp : nt;
+  if (sel.algo == Algo::tree || sel.algo == Algo::pat) nt = kMaxNThreads;
+  sel.n_channels = std::max(nc, 1);
+  sel.n_threads = nt;
+  return sel;
+}
+
+}  // namespace commstack::select

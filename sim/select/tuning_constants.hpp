@@ -1,0 +1,53 @@
+#pragma once
+// NCCL's tuning constants, one table per NCCL version, copied as numbers from
+// src/graph/tuning.cc (ncclTunerConstantsDefaults, nvlsEfficiency, treeCorrectionFactor) and
+// src/graph/topo.h. Two versions are kept because they differ for Blackwell:
+//   v2_28_9 : tag v2.28.9-1 (the NCCL the project's calibration bench builds against; default)
+//   v2_30_7 : master 5067397 (2.30.7): Ring LL128 per-channel cap 40.0 GB/s on Blackwell (was
+//             73.4/34.6/73.4), NVLSTree cap at >=4 nodes 80.0 (was 43.8), tree correction also
+//             applied to NVLSTree AllReduce on Blackwell x86, LL128 allowed across mixed SMs >= 90.
+#include <string>
+#include <string_view>
+
+#include "sim/select/nccl_types.hpp"
+
+namespace commstack::select {
+
+enum class NcclVersion { v2_28_9, v2_30_7 };
+NcclVersion default_nccl_version();
+std::string to_string(NcclVersion v);
+// "2.28", "2.28.9", "v2.28.9-1", "2.30", "2.30.7", "head" -> version; InputError naming `what` otherwise.
+NcclVersion parse_nccl_version(std::string_view text, std::string_view what);
+
+inline constexpr int kNumHw = 3;  // NVLINK, PCI, NET
+enum class Hw { nvlink, pci, net };
+constexpr int idx(Hw h) { return static_cast<int>(h); }
+inline constexpr int kNumArch = 4;  // Volta, Ampere, Hopper, Blackwell (NCCL "compcap index")
+
+struct TunerConstants {
+  std::string source;  // where the numbers come from
+  double base_latency_us[kNumAlgos][kNumProtos];
+  double hw_latency_us[kNumHw][kNumAlgos][kNumProtos];
+  // [row][N1/N2/N4 column]; llMaxBws rows: arch when nNodes == 1, else 0 = Intel, 1 = AMD.
+  double ll_max_bw[kNumArch][3];
+  double per_ch_max_ring_ll128_bw[kNumArch][3];
+  double per_ch_max_tree_ll128_bw[kNumArch][3];
+  double per_ch_max_tree_bw[kNumArch][3];
+  double per_ch_max_nvls_tree_bw[kNumArch][3];
+  double nvls_efficiency[kNumArch];
+  // Tree AllReduce bandwidth correction by log2(bytes/64), 64 B .. 512 MB.
+  double tree_correction[kNumProtos][24];
+  int tree_correction_len = 23;  // entries used for Tree (NCCL checks logSize < 23)
+  bool nvls_tree_correction_blackwell_x86 = false;
+  bool ll128_mixed_sm90 = false;  // LL128 allowed when min SM >= 90 even if SMs differ
+  // NVLink GB/s per link by SM (topo.h), PCI and NET constants used by path modelling.
+  double ring_plateau_factor_pre_sm80 = 1.9;
+  double ring_plateau_factor = 1.4;
+};
+
+const TunerConstants& tuner_constants(NcclVersion v);
+
+// NCCL's "compcap index": 0 Volta (and older), 1 Ampere, 2 Hopper, 3 Blackwell and newer.
+int arch_index(int sm);
+
+}  // namespace commstack::select
