@@ -1,0 +1,205 @@
+#include "sim/algorithms/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "sim/algorithms/detail.hpp"
+
+namespace commstack::sim {
+namespace {
+
+constexpr std::pair<CollectiveOp, const char*> kOps[] = {
+    {CollectiveOp::allreduce, "allreduce"}, {CollectiveOp::allgather, "allgather"},
+    {CollectiveOp::reducescatter, "reducescatter"}, {CollectiveOp::alltoall, "alltoall"},
+    {CollectiveOp::broadcast, "broadcast"}, {CollectiveOp::reduce, "reduce"},
+    {CollectiveOp::sendrecv, "sendrecv"}};
+constexpr std::pair<Fidelity, const char*> kFidelities[] = {
+    {Fidelity::automatic, "auto"}, {Fidelity::chunk, "chunk"}, {Fidelity::step, "step"}, {Fidelity::edge, "edge"}};
+
+// A forced level may exceed the automatic budget, but not by so much that memory runs out.
+constexpr long long kHardFlowLimit = 50'000'000;
+
+void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  if (spec.ranks.empty()) throw InputError("collective: the communicator has no rank");
+  std::set<int> seen;
+  for (int r : spec.ranks) {
+    if (r < 0 || r >= topo.gpu_count()) {
+      throw InputError(fmt::format("collective: rank {} is not a GPU of topology '{}' (it has {} GPUs)", r,
+                                   topo.name, topo.gpu_count()));
+    }
+    if (!seen.insert(r).second) throw InputError(fmt::format("collective: GPU {} appears twice in the communicator", r));
+  }
+  if (!std::isfinite(spec.bytes) || spec.bytes < 0) {
+    throw InputError(fmt::format("collective: size must be a finite number of bytes >= 0 (got {})", spec.bytes));
+  }
+  if (spec.channels < 1 || spec.channels > 64) {
+    throw InputError(fmt::format("collective: channels must be between 1 and 64 (got {})", spec.channels));
+  }
+  if (!std::isfinite(spec.chunk_bytes) || spec.chunk_bytes < 0) {
+    throw InputError(fmt::format("collective: chunk size must be >= 0 bytes (got {})", spec.chunk_bytes));
+  }
+  if (!std::isfinite(spec.step_overhead_s) || spec.step_overhead_s < 0) {
+    throw InputError(fmt::format("collective: per-step overhead must be >= 0 s (got {})", spec.step_overhead_s));
+  }
+  if (spec.root < 0 || spec.root >= static_cast<int>(spec.ranks.size())) {
+    throw InputError(fmt::format("collective: root {} is not a rank of the {}-rank communicator", spec.root,
+                                 spec.ranks.size()));
+  }
+  if (spec.max_concurrent_peers < 0) {
+    throw InputError(fmt::format("collective: max concurrent peers must be >= 0 (got {})", spec.max_concurrent_peers));
+  }
+  if (spec.group < 0) throw InputError("collective: group must be >= 0");
+}
+
+}  // namespace
+
+std::string to_string(CollectiveOp op) {
+  for (auto [o, name] : kOps)
+    if (o == op) return name;
+  return "?";
+}
+
+CollectiveOp collective_op_from_string(const std::string& name) {
+  std::string valid;
+  for (auto [o, n] : kOps) {
+    if (name == n) return o;
+    valid += valid.empty() ? n : std::string(", ") + n;
+  }
+  throw InputError(fmt::format("--op: unknown collective '{}'; expected one of {}", name, valid));
+}
+
+std::string to_string(Fidelity f) {
+  for (auto [l, name] : kFidelities)
+    if (l == f) return name;
+  return "?";
+}
+
+Fidelity fidelity_from_string(const std::string& name) {
+  for (auto [l, n] : kFidelities)
+    if (name == n) return l;
+  throw InputError(fmt::format("--fidelity: unknown level '{}'; expected one of auto, chunk, step, edge", name));
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int nranks) {
+  const double n = nranks;
+  switch (op) {
+    case CollectiveOp::allreduce: return 2 * (n - 1) / n;
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter:
+    case CollectiveOp::alltoall: return (n - 1) / n;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::sendrecv: return 1;
+  }
+  return 1;
+}
+
+std::vector<int> channel_ring(const topologies::Topology& topo, const std::vector<int>& ranks, int channel) {
+  // Group by node, keeping the order in which nodes (and GPUs inside a node) first appear.
+  std::vector<int> node_order;
+  std::vector<std::vector<int>> members;
+  for (int r : ranks) {
+    const int node = topo.vertex(topo.gpu_vertex(r)).node;
+    auto it = std::find(node_order.begin(), node_order.end(), node);
+    if (it == node_order.end()) {
+      node_order.push_back(node);
+      members.push_back({r});
+    } else {
+      members[static_cast<std::size_t>(it - node_order.begin())].push_back(r);
+    }
+  }
+  std::vector<int> ring;
+  ring.reserve(ranks.size());
+  for (auto& m : members) {
+    const auto k = m.size();
+    const auto shift = static_cast<std::size_t>(channel) % k;
+    for (std::size_t i = 0; i < k; ++i) ring.push_back(m[(i + shift) % k]);
+  }
+  return ring;
+}
+
+CollectivePlan plan_collective(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  validate(topo, spec);
+  const detail::LevelCounts c = detail::level_counts(topo, spec);
+  CollectivePlan plan;
+  plan.chunks = c.chunks;
+  Fidelity level = spec.fidelity;
+  if (level == Fidelity::automatic) {
+    level = c.chunk <= kAutoFlowBudget ? Fidelity::chunk : c.step <= kAutoFlowBudget ? Fidelity::step : Fidelity::edge;
+  }
+  plan.fidelity = level;
+  plan.flows = level == Fidelity::chunk ? c.chunk : level == Fidelity::step ? c.step : c.edge;
+  return plan;
+}
+
+CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec) {
+  const CollectivePlan plan = plan_collective(topo, spec);
+  if (plan.flows > kHardFlowLimit) {
+    throw InputError(fmt::format("collective: fidelity '{}' would need {} flows (limit {}); use a coarser --fidelity",
+                                 to_string(plan.fidelity), plan.flows, kHardFlowLimit));
+  }
+  switch (spec.op) {
+    case CollectiveOp::allreduce:
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter: detail::add_ring(graph, topo, spec, plan.fidelity, plan.chunks); break;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: detail::add_chain(graph, topo, spec, plan.fidelity, plan.chunks); break;
+    case CollectiveOp::alltoall: detail::add_alltoall(graph, topo, spec); break;
+    case CollectiveOp::sendrecv: detail::add_sendrecv(graph, topo, spec, plan.fidelity, plan.chunks); break;
+  }
+  return plan;
+}
+
+namespace detail {
+
+const std::pair<double, double>& RouteInfo::get(int src, int dst) {
+  auto key = std::make_pair(src, dst);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  const auto path = topo_.route(src, dst);
+  return cache_.emplace(key, std::make_pair(topo_.path_latency(path), topo_.path_bandwidth(path))).first->second;
+}
+
+int chunk_count(double bytes, double chunk_bytes) {
+  if (chunk_bytes <= 0 || bytes <= chunk_bytes) return 1;
+  const double k = std::ceil(bytes / chunk_bytes);
+  return k > 1e9 ? 1'000'000'000 : static_cast<int>(k);
+}
+
+LevelCounts level_counts(const topologies::Topology& /*topo*/, const CollectiveSpec& spec) {
+  const long long n = static_cast<long long>(spec.ranks.size());
+  const long long ch = spec.channels;
+  LevelCounts c;
+  switch (spec.op) {
+    case CollectiveOp::allreduce:
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter: {
+      const long long steps = n == 1 ? 0 : spec.op == CollectiveOp::allreduce ? 2 * (n - 1) : n - 1;
+      c.chunks = chunk_count(spec.bytes / static_cast<double>(n * ch), spec.chunk_bytes);
+      c.edge = n == 1 ? 0 : ch * n;
+      c.step = c.edge * steps;
+      c.chunk = c.step * c.chunks;
+      break;
+    }
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+      c.chunks = chunk_count(spec.bytes / static_cast<double>(ch), spec.chunk_bytes);
+      c.edge = c.step = ch * (n - 1);
+      c.chunk = c.step * c.chunks;
+      break;
+    case CollectiveOp::alltoall: c.chunk = c.step = c.edge = n * (n - 1); break;
+    case CollectiveOp::sendrecv:
+      c.chunks = chunk_count(spec.bytes / static_cast<double>(ch), spec.chunk_bytes);
+      c.edge = c.step = n == 1 ? 0 : ch * n;
+      c.chunk = c.step * c.chunks;
+      break;
+  }
+  return c;
+}
+
+}  // namespace detail
+}  // namespace commstack::sim

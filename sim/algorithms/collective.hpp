@@ -1,0 +1,67 @@
+#pragma once
+// NCCL-style ring-family collectives and direct all-to-all / send-recv, decomposed into the
+// point-to-point flows of a FlowGraph. What each op moves, and the three fidelity levels, are
+// described in docs/simulator.md.
+#include <string>
+#include <vector>
+
+#include "sim/engine/flow_graph.hpp"
+#include "topologies/topology.hpp"
+
+namespace commstack::sim {
+
+enum class CollectiveOp { allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv };
+std::string to_string(CollectiveOp op);
+CollectiveOp collective_op_from_string(const std::string& name);  // throws InputError listing valid names
+
+// chunk: every chunk of every step is a flow. step: one flow per ring edge per step (all chunks of
+// the step folded, their latencies summed). edge: one flow per ring edge for the whole collective,
+// latency added analytically. automatic: the finest level whose flow count fits the budget.
+enum class Fidelity { automatic, chunk, step, edge };
+std::string to_string(Fidelity f);
+Fidelity fidelity_from_string(const std::string& name);  // throws InputError
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::allreduce;
+  std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
+  // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,
+  // sendrecv and alltoall (all peers together); the gathered total (count * type size * n) for
+  // allgather and reducescatter.
+  double bytes = 0;
+  int root = 0;       // broadcast/reduce: index into `ranks`
+  int channels = 1;   // parallel rings; channel c rotates the order inside every node by c
+  // Pipeline chunk per channel per step; 0 = no pipelining (one chunk carries the whole step).
+  double chunk_bytes = 0;
+  Fidelity fidelity = Fidelity::automatic;
+  // Software overhead per step per chunk (kernel/proxy handshake), added to the route latency.
+  // 0 until calibrated (next issue).
+  double step_overhead_s = 0;
+  // alltoall: how many peers each rank sends to at once; 0 = all n-1.
+  int max_concurrent_peers = 0;
+  int group = 0;  // FlowGraph group of the flows
+};
+
+struct CollectivePlan {
+  Fidelity fidelity = Fidelity::chunk;  // the level used (never automatic)
+  long long flows = 0;
+  int chunks = 1;  // pipeline chunks per channel step
+};
+
+// Largest flow count the automatic fidelity accepts for the finer levels.
+inline constexpr long long kAutoFlowBudget = 250'000;
+
+// Flow count of each level for `spec`, and the level automatic picks.
+CollectivePlan plan_collective(const topologies::Topology& topo, const CollectiveSpec& spec);
+
+// Appends the collective's flows to `graph`. Validates the spec (throws InputError).
+CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
+
+// The ring order of channel `channel` over `ranks`: GPUs grouped by node in order of first
+// appearance, each node's GPUs rotated by `channel`, so consecutive channels enter and leave every
+// node through different GPUs (and thus NICs / rails).
+std::vector<int> channel_ring(const topologies::Topology& topo, const std::vector<int>& ranks, int channel);
+
+// nccl-tests bus bandwidth factor: busbw = algbw * factor.
+double bus_bandwidth_factor(CollectiveOp op, int nranks);
+
+}  // namespace commstack::sim

@@ -1,0 +1,188 @@
+#include "sim/engine/simulator.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <xbt/log.h>
+
+#include "sim/fabric/topology_zone.hpp"
+
+namespace commstack::sim {
+namespace {
+
+// SimGrid 3.32 cannot start a second engine in a process, even after the first one is gone.
+std::atomic<bool> g_simulator_created{false};
+
+// SimGrid options that make its network model the exact alpha-beta model with max-min fair
+// sharing (measured in shared research notes, pinned by test_sim_closed_form.cpp):
+//  - CM02: no latency/bandwidth correction factors (LV08 inflates small messages 13x);
+//  - crosstraffic off: otherwise 5% of every flow is charged to the reverse direction;
+//  - TCP-gamma huge: otherwise each flow is capped at gamma / (2 * route latency);
+//  - log thresholds: users see only commstack's output.
+std::vector<std::string> engine_args() {
+  return {"commstack",
+          "--log=root.thresh:critical",
+          "--log=xbt_cfg.thresh:critical",
+          "--cfg=network/model:CM02",
+          "--cfg=network/crosstraffic:0",
+          "--cfg=network/TCP-gamma:1e18",
+          "--cfg=surf/precision:1e-12"};
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  std::unique_ptr<simgrid::s4u::Engine> engine;
+  TopologyZone* zone = nullptr;  // owned by the engine (it is the root zone)
+
+  // State of the run in progress.
+  const FlowGraph* graph = nullptr;
+  FlowGraph::Adjacency adj;
+  std::vector<simgrid::s4u::CommPtr> live;       // keeps each comm alive until it completes
+  std::vector<simgrid::s4u::CommPtr> graveyard;  // completed comms, freed at the next completion
+  std::vector<double> ready_s;
+  std::vector<double> start_s;
+  std::vector<double> group_end_s;
+  std::vector<FlowRecord>* records = nullptr;
+  long long finished = 0;
+  double t0 = 0;
+
+  void launch(int id, double now);
+  void start_transfer(int id);
+  void finish(int id);
+};
+
+void Simulator::Impl::launch(int id, double now) {
+  const Flow& f = graph->flow(id);
+  double latency = f.extra_latency_s;
+  if (f.add_route_latency && f.src != f.dst) latency += zone->route_latency(f.src, f.dst);
+  ready_s[static_cast<std::size_t>(id)] = now;
+  if (latency > 0) {
+    simgrid::kernel::timer::Timer::set(now + latency, [this, id] { start_transfer(id); });
+  } else {
+    start_transfer(id);
+  }
+}
+
+void Simulator::Impl::start_transfer(int id) {
+  const Flow& f = graph->flow(id);
+  const double now = simgrid::s4u::Engine::get_clock();
+  start_s[static_cast<std::size_t>(id)] = now;
+  // SimGrid payloads are whole bytes; fractional bytes (coarse fidelity of tiny messages) round.
+  const auto bytes = static_cast<std::uint64_t>(std::llround(f.bytes));
+  if (f.src == f.dst || bytes == 0) {
+    // Nothing crosses a link: done now. Deferred through a timer so that long chains of empty
+    // flows do not recurse.
+    simgrid::kernel::timer::Timer::set(now, [this, id] { finish(id); });
+    return;
+  }
+  auto comm = simgrid::s4u::Comm::sendto_init(zone->host(f.src), zone->host(f.dst));
+  comm->set_payload_size(bytes);
+  comm->set_data(reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1));
+  live[static_cast<std::size_t>(id)] = comm;
+  comm->start();
+}
+
+void Simulator::Impl::finish(int id) {
+  const double now = simgrid::s4u::Engine::get_clock();
+  const Flow& f = graph->flow(id);
+  ++finished;
+  auto& gend = group_end_s[static_cast<std::size_t>(f.group)];
+  if (now > gend) gend = now;
+  if (records != nullptr) {
+    records->push_back(FlowRecord{id, f.src, f.dst, f.bytes, ready_s[static_cast<std::size_t>(id)] - t0,
+                                  start_s[static_cast<std::size_t>(id)] - t0, now - t0, f.group});
+  }
+  const int b = adj.offsets[static_cast<std::size_t>(id)];
+  const int e = adj.offsets[static_cast<std::size_t>(id) + 1];
+  for (int k = b; k < e; ++k) {
+    const int s = adj.successors[static_cast<std::size_t>(k)];
+    if (--adj.predecessor_count[static_cast<std::size_t>(s)] == 0) launch(s, now);
+  }
+}
+
+Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std::make_unique<Impl>()) {
+  if (topo.gpu_count() == 0) throw std::logic_error("Simulator: the topology has no GPU");
+  if (g_simulator_created.exchange(true)) {
+    throw std::logic_error("only one commstack::sim::Simulator may be created per process (SimGrid's engine is a singleton)");
+  }
+  std::vector<std::string> args = engine_args();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  impl_->engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv.data());
+  // The first zone created becomes SimGrid's root zone; the engine deletes it.
+  impl_->zone = new TopologyZone("commstack", topo);
+  impl_->zone->seal();
+  Impl* impl = impl_.get();
+  simgrid::s4u::Activity::on_completion_cb([impl](const simgrid::s4u::Activity& a) {
+    if (impl->graph == nullptr) return;
+    impl->graveyard.clear();
+    const auto id = static_cast<int>(reinterpret_cast<std::intptr_t>(a.get_data<void>()) - 1);
+    if (id < 0 || id >= impl->graph->size()) return;
+    auto& slot = impl->live[static_cast<std::size_t>(id)];
+    impl->graveyard.push_back(std::move(slot));
+    slot = nullptr;
+    impl->finish(id);
+  });
+}
+
+Simulator::~Simulator() {
+  impl_->graveyard.clear();
+  impl_->live.clear();
+  impl_->engine.reset();
+}
+
+double Simulator::route_latency(int src_gpu, int dst_gpu) const { return impl_->zone->route_latency(src_gpu, dst_gpu); }
+
+RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
+  for (const Flow& f : graph.flows()) {
+    if (f.src < 0 || f.dst < 0 || f.src >= topo_.gpu_count() || f.dst >= topo_.gpu_count()) {
+      throw std::logic_error("Simulator::run: flow endpoint is not a GPU rank of the topology");
+    }
+  }
+  Impl& s = *impl_;
+  const auto n = static_cast<std::size_t>(graph.size());
+  s.graph = &graph;
+  s.adj = graph.adjacency();
+  s.live.assign(n, nullptr);
+  s.ready_s.assign(n, 0);
+  s.start_s.assign(n, 0);
+  s.group_end_s.assign(static_cast<std::size_t>(graph.group_count()), 0);
+  std::vector<FlowRecord> records;
+  s.records = record_flows ? &records : nullptr;
+  if (record_flows) records.reserve(n);
+  s.finished = 0;
+  s.t0 = simgrid::s4u::Engine::get_clock();
+  for (auto& g : s.group_end_s) g = s.t0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.adj.predecessor_count[i] == 0) s.launch(static_cast<int>(i), s.t0);
+  }
+  s.engine->run();
+  const bool complete = s.finished == static_cast<long long>(n);
+  s.graveyard.clear();
+  s.live.clear();
+  s.graph = nullptr;
+  s.records = nullptr;
+  if (!complete) throw std::logic_error("Simulator::run: some flows never became ready (cyclic dependencies)");
+
+  RunResult res;
+  res.flow_count = static_cast<long long>(n);
+  res.duration_s = 0;
+  for (double g : s.group_end_s) {
+    res.group_duration_s.push_back(g - s.t0);
+    res.duration_s = std::max(res.duration_s, g - s.t0);
+  }
+  res.flows = std::move(records);
+  return res;
+}
+
+}  // namespace commstack::sim

@@ -1,0 +1,61 @@
+#pragma once
+// The SimGrid engine for one Topology. SimGrid's s4u::Engine is a process-wide singleton whose
+// platform cannot be rebuilt, so a process holds at most one Simulator; it builds the platform
+// once and then runs any number of FlowGraphs one after another, each measured as a difference
+// of the simulated clock.
+//
+// Model (docs/simulator.md): CM02 max-min fair sharing, no cross-traffic, no TCP window cap;
+// links carry bandwidth only and a flow first waits its route latency (plus the flow's extra
+// latency), then transfers its bytes at its fair share of every link on its route.
+#include <memory>
+#include <vector>
+
+#include "sim/engine/flow_graph.hpp"
+#include "topologies/topology.hpp"
+
+namespace commstack::sim {
+
+// One executed flow. ready: all predecessors done; start: latency paid, bytes start moving; end: done.
+struct FlowRecord {
+  int id = -1;
+  int src = -1;
+  int dst = -1;
+  double bytes = 0;
+  double ready_s = 0;
+  double start_s = 0;
+  double end_s = 0;
+  int group = 0;
+};
+
+struct RunResult {
+  double duration_s = 0;                  // first flow ready -> last flow done
+  std::vector<double> group_duration_s;   // per FlowGraph group: run start -> last flow of the group done
+  std::vector<FlowRecord> flows;          // only when recording; times relative to the run start
+  long long flow_count = 0;
+};
+
+class Simulator {
+public:
+  // Builds the SimGrid platform of `topo` (which must outlive the Simulator). Throws
+  // std::logic_error when a Simulator was already created in this process (SimGrid 3.32 cannot
+  // restart its engine); tests get a fresh process per TEST_CASE.
+  explicit Simulator(const topologies::Topology& topo);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // Runs every flow of `graph` (dependencies respected) and returns when the last one is done.
+  RunResult run(const FlowGraph& graph, bool record_flows = false);
+
+  const topologies::Topology& topology() const { return topo_; }
+  // One-way latency of the route between two GPU ranks (0 when equal).
+  double route_latency(int src_gpu, int dst_gpu) const;
+
+  struct Impl;
+
+private:
+  const topologies::Topology& topo_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace commstack::sim
