@@ -1,0 +1,108 @@
+#include "workloads/compute/compute_model.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "workloads/json_fields.hpp"
+
+namespace commstack::workloads {
+
+ComputeProfile parse_compute_profile(const nlohmann::json& j, const std::string& where) {
+  JsonFields f(j, where, "$");
+  ComputeProfile p;
+  p.name = f.string("name");
+  p.provenance = f.string("provenance");
+  if (p.provenance.empty()) f.fail("provenance", "must say where the numbers come from");
+  p.peak_bf16_flops = f.number("peak_bf16_flops", 1e9, 1e18);
+  p.peak_fp8_flops = f.number_or("peak_fp8_flops", 0, 0, 1e18);  // absent: the GPU has no FP8 tensor cores
+  p.hbm_bytes_per_s = f.number("hbm_bytes_per_s", 1e9, 1e15);
+  p.memory_bytes = f.number("memory_bytes", 1e6, 1e14);
+  if (const nlohmann::json* e = f.object_or_null("efficiency")) {
+    JsonFields g(*e, where, "$.efficiency");
+    // Each class defaults to 1 (the datasheet roofline) when not given.
+    p.eff_gemm = g.number_or("gemm", 1, 1e-6, 1);
+    p.eff_attention = g.number_or("attention", 1, 1e-6, 1);
+    p.eff_elementwise = g.number_or("elementwise", 1, 1e-6, 1);
+    p.eff_optimizer = g.number_or("optimizer", 1, 1e-6, 1);
+    g.reject_unknown();
+  }
+  f.reject_unknown();
+  return p;
+}
+
+ComputeProfile load_compute_profile_file(const std::string& path) {
+  return parse_compute_profile(read_json_file(path), path);
+}
+
+namespace {
+struct Builtin {
+  const char* name;
+  const char* provenance;
+  double bf16, fp8, hbm, mem;
+};
+// Dense (no 2:4 sparsity) peaks and HBM from shared/research/hardware-specs.md.
+constexpr Builtin kBuiltins[] = {
+    {"a100-80gb", "NVIDIA A100 datasheet: 312 TFLOP/s BF16 dense, HBM2e 2039 GB/s, 80 GB; efficiency uncalibrated",
+     312e12, 0, 2039e9, 80e9},
+    {"h100-sxm5", "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s BF16 dense, 1978.9 FP8, HBM3 3.35 TB/s, 80 GB; efficiency uncalibrated",
+     989.4e12, 1978.9e12, 3.35e12, 80e9},
+    {"h200-sxm", "NVIDIA H200 SXM: H100 compute, 141 GB HBM3e at 4.8 TB/s; efficiency uncalibrated", 989.4e12, 1978.9e12,
+     4.8e12, 141e9},
+    {"b200", "NVIDIA B200 (HGX, 1000 W): 2250 TFLOP/s BF16 dense, 4500 FP8, 8 TB/s, 180 GB usable; efficiency uncalibrated",
+     2250e12, 4500e12, 8e12, 180e9},
+};
+}  // namespace
+
+std::vector<std::string> builtin_compute_profile_names() {
+  std::vector<std::string> out;
+  for (const Builtin& b : kBuiltins) out.emplace_back(b.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ComputeProfile builtin_compute_profile(const std::string& name) {
+  for (const Builtin& b : kBuiltins) {
+    if (name == b.name) {
+      ComputeProfile p;
+      p.name = b.name;
+      p.provenance = b.provenance;
+      p.peak_bf16_flops = b.bf16;
+      p.peak_fp8_flops = b.fp8;
+      p.hbm_bytes_per_s = b.hbm;
+      p.memory_bytes = b.mem;
+      return p;
+    }
+  }
+  throw InputError(fmt::format("compute profile '{}': unknown; known: {}", name,
+                               fmt::join(builtin_compute_profile_names(), ", ")));
+}
+
+double efficiency(const ComputeProfile& prof, ComputeClass cls, double /*flops*/) {
+  switch (cls) {
+    case ComputeClass::gemm: return prof.eff_gemm;
+    case ComputeClass::attention: return prof.eff_attention;
+    case ComputeClass::elementwise: return prof.eff_elementwise;
+    case ComputeClass::optimizer: return prof.eff_optimizer;
+    case ComputeClass::none: return 1;
+  }
+  return 1;
+}
+
+double compute_time(const ComputeProfile& prof, const Op& op, Precision precision) {
+  if (op.kind != OpKind::compute) return 0;
+  // FP8 applies to the GEMMs only (Transformer Engine); attention and the rest stay in BF16.
+  const bool fp8 = precision == Precision::fp8 && op.cclass == ComputeClass::gemm;
+  if (fp8 && prof.peak_fp8_flops <= 0) {
+    throw InputError(fmt::format("compute profile '{}': precision fp8 requested but peak_fp8_flops is not set", prof.name));
+  }
+  const double peak = fp8 ? prof.peak_fp8_flops : prof.peak_bf16_flops;
+  const double t_flops = op.flops / (peak * efficiency(prof, op.cclass, op.flops));
+  const double t_mem = op.mem_bytes / prof.hbm_bytes_per_s;
+  return std::max(t_flops, t_mem);
+}
+
+}  // namespace commstack::workloads

@@ -1,0 +1,471 @@
+#include "workloads/graph/generator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "workloads/flops.hpp"
+#include "workloads/graph/schedule.hpp"
+#include "workloads/parallel/layout.hpp"
+
+namespace commstack::workloads {
+namespace {
+
+std::uint64_t to_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
+
+// Kinds of point-to-point messages, part of the send/recv tag.
+enum TagKind : std::int64_t { kPpForward = 1, kPpBackward = 2, kCpForward = 3, kCpBackward = 4, kCpRecompute = 5 };
+
+std::int64_t make_tag(TagKind kind, std::int64_t mb, std::int64_t where, std::int64_t layer, std::int64_t step) {
+  return (((kind * 1'000'000 + mb) * 1000 + where) * 100'000 + (layer + 1)) * 1000 + step;
+}
+
+// Emits the ops of one rank. Compute ops form one chain (the compute stream); a blocking
+// collective (TP, EP, ZeRO-3 gather, a recv) is waited on by the next compute op.
+class RankEmitter {
+public:
+  RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
+      : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)), pc_(count_params(m)) {
+    tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
+    dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
+    if (m_.moe) {
+      ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
+      edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
+    }
+    sp_ = p_.sequence_parallel && p_.tp > 1;
+    t_ = p_.tp;
+    tokens_ = static_cast<double>(p_.micro_batch) * static_cast<double>(p_.seq) / p_.cp;
+    hidden_bytes_ = tokens_ * static_cast<double>(m_.hidden) * p_.activation_bytes();
+  }
+
+  void run() {
+    const auto steps = pipeline_schedule(p_.pp, me_.pp, p_.micro_batches(), p_.virtual_stages);
+    for (const ScheduleStep& st : steps) {
+      if (st.forward) forward_step(st.micro_batch, st.chunk);
+      else backward_step(st.micro_batch, st.chunk);
+    }
+    finish_iteration();
+  }
+
+private:
+  // ---- op creation -------------------------------------------------------------------------
+  Op& add(OpKind kind, Stream stream, Phase phase, const char* name, int mb, std::int64_t layer, int chunk) {
+    Op op;
+    op.id = static_cast<int>(g_.ops.size());
+    op.rank = rank_;
+    op.kind = kind;
+    op.stream = stream;
+    op.phase = phase;
+    op.name = name;
+    op.micro_batch = mb;
+    op.layer = static_cast<int>(layer);
+    op.chunk = chunk;
+    g_.ops.push_back(std::move(op));
+    return g_.ops.back();
+  }
+
+  int compute(const char* name, ComputeClass cc, double flops, double mem, Phase ph, int mb, std::int64_t layer, int chunk) {
+    Op& op = add(OpKind::compute, Stream::compute, ph, name, mb, layer, chunk);
+    op.cclass = cc;
+    op.flops = flops;
+    op.mem_bytes = mem;
+    if (last_compute_ >= 0) op.deps.push_back(last_compute_);
+    op.deps.insert(op.deps.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    std::sort(op.deps.begin(), op.deps.end());
+    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    last_compute_ = op.id;
+    return op.id;
+  }
+
+  // GEMM (M x K) * (K x N): 2MKN FLOPs, operands and result read/written once.
+  int gemm(const char* name, double M, double K, double N, double mult, Phase ph, int mb, std::int64_t layer, int chunk) {
+    const double eb = p_.gemm_operand_bytes();
+    return compute(name, ComputeClass::gemm, mult * 2 * M * K * N, mult * eb * (M * K + K * N + M * N), ph, mb, layer,
+                   chunk);
+  }
+
+  // A collective on `stream`, ordered after the previous op of that stream. Blocking ones are
+  // waited on by the next compute op; others only by what lists them explicitly.
+  int collective(Stream stream, Collective c, int comm, double bytes, const char* name, Phase ph, int mb,
+                 std::int64_t layer, int chunk, bool blocking, std::vector<int> deps = {}) {
+    Op& op = add(OpKind::collective, stream, ph, name, mb, layer, chunk);
+    op.collective = c;
+    op.communicator = comm;
+    op.bytes = to_bytes(bytes);
+    op.instance = instances_[comm]++;
+    auto it = last_on_stream_.find(stream);
+    if (it != last_on_stream_.end()) deps.push_back(it->second);
+    if (blocking && last_compute_ >= 0) deps.push_back(last_compute_);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = std::move(deps);
+    last_on_stream_[stream] = op.id;
+    if (blocking) pending_.push_back(op.id);
+    return op.id;
+  }
+
+  int send(Stream stream, int peer, std::int64_t tag, double bytes, const char* name, Phase ph, int mb, std::int64_t layer,
+           int chunk, std::vector<int> deps) {
+    Op& op = add(OpKind::send, stream, ph, name, mb, layer, chunk);
+    op.peer = peer;
+    op.tag = tag;
+    op.bytes = to_bytes(bytes);
+    op.deps = std::move(deps);
+    return op.id;
+  }
+  int recv(Stream stream, int peer, std::int64_t tag, double bytes, const char* name, Phase ph, int mb, std::int64_t layer,
+           int chunk) {
+    Op& op = add(OpKind::recv, stream, ph, name, mb, layer, chunk);
+    op.peer = peer;
+    op.tag = tag;
+    op.bytes = to_bytes(bytes);
+    return op.id;
+  }
+
+  // ---- parameters on this rank ---------------------------------------------------------------
+  double layer_dense_params(std::int64_t l) const {
+    double d = static_cast<double>(pc_.attention_per_layer);
+    d += m_.is_moe_layer(l) ? static_cast<double>(pc_.moe_mlp_per_layer - pc_.expert_per_layer)
+                            : static_cast<double>(pc_.dense_mlp_per_layer);
+    return d / t_;
+  }
+  double layer_expert_params(std::int64_t l) const {
+    return m_.is_moe_layer(l) ? static_cast<double>(pc_.expert_per_layer) / p_.ep : 0;
+  }
+  int virtual_stage(int chunk) const { return chunk * p_.pp + me_.pp; }
+  bool first_virtual(int chunk) const { return virtual_stage(chunk) == 0; }
+  bool last_virtual(int chunk) const { return virtual_stage(chunk) == p_.pp * p_.virtual_stages - 1; }
+
+  // TP collective that follows a row-parallel GEMM (forward) or precedes a column-parallel one.
+  void tp_reduce(const char* rs_name, const char* ar_name, Phase ph, int mb, std::int64_t l, int chunk) {
+    if (t_ == 1) return;
+    if (sp_) collective(Stream::tp, Collective::reduce_scatter, tp_comm_, hidden_bytes_, rs_name, ph, mb, l, chunk, true);
+    else collective(Stream::tp, Collective::all_reduce, tp_comm_, hidden_bytes_, ar_name, ph, mb, l, chunk, true);
+  }
+  void tp_gather(const char* name, Phase ph, int mb, std::int64_t l, int chunk) {
+    if (sp_) collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, l, chunk, true);
+  }
+
+  void zero3_gather(std::int64_t l, Phase ph, int mb, int chunk) {
+    if (p_.zero != 3) return;
+    if (p_.dp * p_.cp > 1) {
+      collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * layer_dense_params(l), "zero3.gather_weights", ph, mb,
+                 l, chunk, true);
+    }
+    if (layer_expert_params(l) > 0 && edp_size() > 1) {
+      collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * layer_expert_params(l), "zero3.gather_expert_weights",
+                 ph, mb, l, chunk, true);
+    }
+  }
+  int edp_size() const { return p_.tp * p_.dp * p_.cp / p_.ep; }
+
+  // ---- attention core with context parallelism (ring exchange of K/V chunks) ------------------
+  void attention(std::int64_t l, const LayerFlops& lf, Phase ph, int mb, int chunk, bool backward) {
+    const double core = lf.attention_core() / (t_ * p_.cp) * (backward ? 2 : 1);
+    const double eb = p_.activation_bytes();
+    const double qbytes = tokens_ * static_cast<double>(m_.q_width()) / t_ * eb;
+    const double kv_chunk = tokens_ * 2 * static_cast<double>(m_.kv_width()) / t_ * eb;  // K and V of one CP rank
+    // Flash-style HBM traffic: read Q, K, V, write O (backward: about twice that).
+    const double mem = (2 * qbytes + kv_chunk * p_.cp) * (backward ? 2 : 1);
+    const char* name = ph == Phase::recompute ? "attention.recompute" : backward ? "attention.bwd" : "attention";
+    if (p_.cp == 1) {
+      compute(name, ComputeClass::attention, core, mem, ph, mb, l, chunk);
+      return;
+    }
+    // Backward moves K/V and their gradients: twice the bytes per step.
+    const double step_bytes = backward ? 2 * kv_chunk : kv_chunk;
+    const TagKind kind = ph == Phase::recompute ? kCpRecompute : backward ? kCpBackward : kCpForward;
+    const auto ring = layout_.group_of(GroupKind::cp, rank_);
+    const int next = ring[static_cast<std::size_t>((me_.cp + 1) % p_.cp)];
+    const int prev = ring[static_cast<std::size_t>((me_.cp + p_.cp - 1) % p_.cp)];
+    int have = last_compute_;  // the chunk to pass on: first our own (just computed), then each received one
+    compute(name, ComputeClass::attention, core / p_.cp, mem / p_.cp, ph, mb, l, chunk);
+    for (int step = 1; step < p_.cp; ++step) {
+      send(Stream::cp, next, make_tag(kind, mb, chunk, l, step), step_bytes, "cp.send_kv", ph, mb, l, chunk, {have});
+      int r = recv(Stream::cp, prev, make_tag(kind, mb, chunk, l, step), step_bytes, "cp.recv_kv", ph, mb, l, chunk);
+      pending_.push_back(r);
+      compute(name, ComputeClass::attention, core / p_.cp, mem / p_.cp, ph, mb, l, chunk);
+      have = r;
+    }
+  }
+
+  // ---- one layer ---------------------------------------------------------------------------------
+  void layer_forward(std::int64_t l, Phase ph, int mb, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double qw = static_cast<double>(m_.q_width()), kvw = static_cast<double>(m_.kv_width());
+    const LayerFlops lf = layer_forward_flops(m_, l, p_.micro_batch, p_.seq);
+    if (ph == Phase::forward) zero3_gather(l, ph, mb, chunk);
+    tp_gather("tp.all_gather.attn_in", ph, mb, l, chunk);
+    gemm("qkv", tokens_, h, (qw + 2 * kvw) / t_, 1, ph, mb, l, chunk);
+    attention(l, lf, ph, mb, chunk, false);
+    gemm("attn_proj", tokens_, qw / t_, h, 1, ph, mb, l, chunk);
+    tp_reduce("tp.reduce_scatter.attn_out", "tp.all_reduce.attn_out", ph, mb, l, chunk);
+    if (m_.is_moe_layer(l)) {
+      moe_forward(l, lf, ph, mb, chunk);
+    } else {
+      const double f = static_cast<double>(m_.ffn_hidden);
+      const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;  // SwiGLU: gate and up in one GEMM
+      tp_gather("tp.all_gather.mlp_in", ph, mb, l, chunk);
+      gemm("mlp_fc1", tokens_, h, in_width / t_, 1, ph, mb, l, chunk);
+      gemm("mlp_fc2", tokens_, f / t_, h, 1, ph, mb, l, chunk);
+      tp_reduce("tp.reduce_scatter.mlp_out", "tp.all_reduce.mlp_out", ph, mb, l, chunk);
+    }
+  }
+
+  // MoE: tokens are already split over TP ranks by SP (validate() requires SP with TP), so each
+  // rank routes tokens_/t tokens; experts are whole (not TP-sharded) and spread over EP ranks.
+  double moe_tokens() const { return tokens_ / t_; }
+  double a2a_bytes() const {
+    return moe_tokens() * m_.moe->top_k * static_cast<double>(m_.hidden) * p_.activation_bytes();
+  }
+  void moe_forward(std::int64_t l, const LayerFlops& lf, Phase ph, int mb, int chunk) {
+    const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
+    compute("moe_router", ComputeClass::gemm, lf.router / (t_ * p_.cp),
+            eb * (moe_tokens() * h + h * m_.moe->experts + moe_tokens() * m_.moe->experts), ph, mb, l, chunk);
+    if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch", ph, mb, l, chunk, true);
+    compute("moe_experts", ComputeClass::gemm, lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
+    if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk, true);
+  }
+  double expert_mem(double mult) const {
+    const double h = static_cast<double>(m_.hidden), f = static_cast<double>(m_.moe->ffn_hidden);
+    const double matrices = m_.mlp == MlpKind::gelu ? 2 : 3;
+    const double local_experts = static_cast<double>(m_.moe->experts) / p_.ep + m_.moe->shared_experts;
+    const double copies = moe_tokens() * (m_.moe->top_k + m_.moe->shared_experts);
+    return mult * p_.gemm_operand_bytes() * (local_experts * matrices * h * f + copies * (2 * h + matrices * f));
+  }
+
+  void layer_backward(std::int64_t l, int mb, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double qw = static_cast<double>(m_.q_width()), kvw = static_cast<double>(m_.kv_width());
+    const LayerFlops lf = layer_forward_flops(m_, l, p_.micro_batch, p_.seq);
+    const Phase B = Phase::backward;
+    zero3_gather(l, B, mb, chunk);
+    if (p_.recompute == Recompute::full) layer_forward(l, Phase::recompute, mb, chunk);
+    if (m_.is_moe_layer(l)) {
+      if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
+      compute("moe_experts.bwd", ComputeClass::gemm, 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l, chunk);
+      if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l, chunk, true);
+      compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+    } else {
+      const double f = static_cast<double>(m_.ffn_hidden);
+      const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
+      // Conjugates of the forward: SP gathers the output gradient, and gathers the input again for
+      // the weight gradient (SP stores it sharded); the input gradient is reduce-scattered.
+      tp_gather("tp.all_gather.mlp_out_grad", B, mb, l, chunk);
+      gemm("mlp_fc2.bwd", tokens_, f / t_, h, 2, B, mb, l, chunk);
+      tp_gather("tp.all_gather.mlp_in", B, mb, l, chunk);
+      gemm("mlp_fc1.bwd", tokens_, h, in_width / t_, 2, B, mb, l, chunk);
+      tp_reduce("tp.reduce_scatter.mlp_in_grad", "tp.all_reduce.mlp_in_grad", B, mb, l, chunk);
+    }
+    tp_gather("tp.all_gather.attn_out_grad", B, mb, l, chunk);
+    gemm("attn_proj.bwd", tokens_, qw / t_, h, 2, B, mb, l, chunk);
+    if (p_.recompute == Recompute::selective) attention(l, lf, Phase::recompute, mb, chunk, false);
+    attention(l, lf, B, mb, chunk, true);
+    tp_gather("tp.all_gather.attn_in", B, mb, l, chunk);
+    int last = gemm("qkv.bwd", tokens_, h, (qw + 2 * kvw) / t_, 2, B, mb, l, chunk);
+    tp_reduce("tp.reduce_scatter.attn_in_grad", "tp.all_reduce.attn_in_grad", B, mb, l, chunk);
+    if (p_.zero == 3) {
+      // FSDP / ZeRO-3 reduce-scatters each layer's gradients as soon as its backward is done.
+      if (p_.dp * p_.cp > 1) {
+        grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, dp_comm_,
+                                       p_.grad_bytes * layer_dense_params(l), "zero3.reduce_scatter_grads", B, mb, l,
+                                       chunk, false, {last}));
+      }
+      if (layer_expert_params(l) > 0 && edp_size() > 1) {
+        grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, edp_comm_,
+                                       p_.grad_bytes * layer_expert_params(l), "zero3.reduce_scatter_expert_grads", B,
+                                       mb, l, chunk, false, {last}));
+      }
+    }
+    if (mb == p_.micro_batches() - 1) layer_done_[l] = last;
+  }
+
+  // ---- pipeline steps ----------------------------------------------------------------------------
+  double p2p_bytes() const { return hidden_bytes_ / (sp_ ? t_ : 1); }
+  int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0}); }
+
+  void forward_step(int mb, int chunk) {
+    const int vs = virtual_stage(chunk);
+    const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
+    if (!first_virtual(chunk)) {
+      const int from = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
+      pending_.push_back(recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(), "pp.recv_activation",
+                              Phase::forward, mb, -1, chunk));
+    } else {
+      const double bytes = hidden_bytes_;
+      compute("embedding", ComputeClass::elementwise, 0, bytes, Phase::forward, mb, -1, chunk);
+      tp_reduce("tp.reduce_scatter.embedding", "tp.all_reduce.embedding", Phase::forward, mb, -1, chunk);
+    }
+    for (std::int64_t l = r.first; l < r.last; ++l) layer_forward(l, Phase::forward, mb, chunk);
+    if (last_virtual(chunk)) {
+      const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
+      tp_gather("tp.all_gather.logits_in", Phase::forward, mb, -1, chunk);
+      gemm("logits", tokens_, h, V / t_, 1, Phase::forward, mb, -1, chunk);
+      compute("cross_entropy", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, Phase::forward, mb, -1, chunk);
+    } else {
+      const int to = rank_of_stage((me_.pp + 1) % p_.pp);
+      send(Stream::pp, to, make_tag(kPpForward, mb, vs, -1, 0), p2p_bytes(), "pp.send_activation", Phase::forward, mb, -1,
+           chunk, {last_compute_});
+    }
+  }
+
+  void backward_step(int mb, int chunk) {
+    const int vs = virtual_stage(chunk);
+    const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
+    const Phase B = Phase::backward;
+    if (!last_virtual(chunk)) {
+      const int from = rank_of_stage((me_.pp + 1) % p_.pp);
+      pending_.push_back(recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(), "pp.recv_grad", B, mb,
+                              -1, chunk));
+    } else {
+      const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
+      compute("cross_entropy.bwd", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, B, mb, -1, chunk);
+      gemm("logits.bwd", tokens_, h, V / t_, 2, B, mb, -1, chunk);
+      tp_reduce("tp.reduce_scatter.logits_in_grad", "tp.all_reduce.logits_in_grad", B, mb, -1, chunk);
+      if (mb == p_.micro_batches() - 1) output_done_ = last_compute_;
+    }
+    for (std::int64_t l = r.last - 1; l >= r.first; --l) layer_backward(l, mb, chunk);
+    if (first_virtual(chunk)) {
+      tp_gather("tp.all_gather.embedding_grad", B, mb, -1, chunk);
+      compute("embedding.bwd", ComputeClass::elementwise, 0, hidden_bytes_, B, mb, -1, chunk);
+      if (mb == p_.micro_batches() - 1) embedding_done_ = last_compute_;
+    } else {
+      const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
+      send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb, -1, chunk,
+           {last_compute_});
+    }
+  }
+
+  // ---- end of iteration: DP gradient reduction, optimizer, ZeRO parameter gather ----------------
+  struct Bucket {
+    double dense = 0, expert = 0;
+    int ready = -1;  // op after which every gradient of the bucket is final
+    int chunk = 0;
+  };
+
+  void finish_iteration() {
+    const int final_compute = last_compute_;
+    std::vector<Bucket> buckets;
+    if (p_.zero < 3) {
+      // Megatron fills buckets in reverse parameter order (the order backward produces grads),
+      // one set of buckets per model chunk, the last chunk's first.
+      for (int c = p_.virtual_stages - 1; c >= 0; --c) {
+        const LayerRange r = stage_layers(m_, p_, me_.pp, c);
+        Bucket b;
+        b.chunk = c;
+        auto close = [&]() {
+          if (b.dense + b.expert > 0) buckets.push_back(b);
+          b = Bucket{};
+          b.chunk = c;
+        };
+        if (last_virtual(c)) {
+          const double out = m_.tied_embeddings ? (p_.pp > 1 ? static_cast<double>(m_.vocab * m_.hidden) : 0)
+                                                : static_cast<double>(pc_.output);
+          b.dense += out / t_ + static_cast<double>(pc_.final_norm);
+          b.ready = output_done_;
+        }
+        for (std::int64_t l = r.last - 1; l >= r.first; --l) {
+          b.dense += layer_dense_params(l);
+          b.expert += layer_expert_params(l);
+          b.ready = layer_done_.at(l);
+          if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
+        }
+        if (first_virtual(c)) {
+          b.dense += static_cast<double>(pc_.embedding) / t_;
+          b.ready = embedding_done_;
+        }
+        close();
+      }
+    }
+    std::vector<int> before_step = grad_ops_;
+    const Phase O = Phase::optimizer;
+    const Collective reduce = p_.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+    for (const Bucket& b : buckets) {
+      const int dep = p_.overlap_grad_reduce && b.ready >= 0 ? b.ready : final_compute;
+      if (b.dense > 0 && p_.dp * p_.cp > 1) {
+        before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,
+                                         b.chunk, false, {dep}));
+      }
+      if (b.expert > 0 && edp_size() > 1) {
+        before_step.push_back(collective(Stream::dp, reduce, edp_comm_, p_.grad_bytes * b.expert, "dp.expert_grad_bucket",
+                                         O, -1, -1, b.chunk, false, {dep}));
+      }
+    }
+    // Tied input/output embeddings live on the first and last stage: their gradients are summed.
+    const bool holds_embedding = me_.pp == 0 || me_.pp == p_.pp - 1;
+    if (m_.tied_embeddings && p_.pp > 1 && holds_embedding) {
+      const int emb_comm = g_.communicator(GroupKind::embedding, layout_.group_of(GroupKind::embedding, rank_));
+      before_step.push_back(collective(Stream::dp, Collective::all_reduce, emb_comm,
+                                       p_.grad_bytes * static_cast<double>(m_.vocab * m_.hidden) / t_,
+                                       "embedding.grad_all_reduce", O, -1, -1, 0, false, {final_compute}));
+    }
+    // Adam: ~12 FLOPs per parameter; reads fp32 weight, m, v and the gradient, writes fp32
+    // weight, m, v and the bf16 copy.
+    double dense = 0, expert = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c) {
+      const LayerRange r = stage_layers(m_, p_, me_.pp, c);
+      for (std::int64_t l = r.first; l < r.last; ++l) {
+        dense += layer_dense_params(l);
+        expert += layer_expert_params(l);
+      }
+    }
+    const double owned = p_.zero >= 1 ? dense / (p_.dp * p_.cp) + expert / edp_size() : dense + expert;
+    pending_ = before_step;
+    const int step =
+        compute("optimizer.adam", ComputeClass::optimizer, 12 * owned, owned * (26 + p_.grad_bytes), O, -1, -1, 0);
+    if (p_.zero == 1 || p_.zero == 2) {
+      for (const Bucket& b : buckets) {
+        if (b.dense > 0 && p_.dp * p_.cp > 1) {
+          collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * b.dense, "dp.param_gather", O, -1, -1, b.chunk,
+                     false, {step});
+        }
+        if (b.expert > 0 && edp_size() > 1) {
+          collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * b.expert, "dp.expert_param_gather", O, -1, -1,
+                     b.chunk, false, {step});
+        }
+      }
+    }
+  }
+
+  const ModelSpec& m_;
+  const ParallelConfig& p_;
+  const RankLayout& layout_;
+  OpGraph& g_;
+  int rank_;
+  RankCoord me_;
+  ParamCount pc_;
+  int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1;
+  bool sp_ = false;
+  double t_ = 1, tokens_ = 0, hidden_bytes_ = 0;
+  int last_compute_ = -1;
+  std::vector<int> pending_;
+  std::map<Stream, int> last_on_stream_;
+  std::map<int, int> instances_;
+  std::map<std::int64_t, int> layer_done_;  // layer -> its last backward op (last micro-batch)
+  int output_done_ = -1, embedding_done_ = -1;
+  std::vector<int> grad_ops_;
+};
+
+}  // namespace
+
+OpGraph generate_op_graph(const ModelSpec& model, const ParallelConfig& par, const GraphOptions& opts) {
+  RankLayout layout(par);
+  OpGraph g;
+  g.world = layout.world();
+  if (opts.ranks.empty()) {
+    for (int r = 0; r < g.world; ++r) g.ranks.push_back(r);
+  } else {
+    g.ranks = opts.ranks;
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+    for (int r : g.ranks) {
+      if (r < 0 || r >= g.world) throw std::out_of_range("generate_op_graph: rank outside the layout");
+    }
+  }
+  for (int r : g.ranks) RankEmitter(model, par, layout, g, r).run();
+  return g;
+}
+
+}  // namespace commstack::workloads

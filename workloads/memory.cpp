@@ -1,0 +1,122 @@
+#include "workloads/memory.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace commstack::workloads {
+
+double korthikanti_activation_bytes(double s, double b, double h, double a, double t, bool sp, Recompute rc) {
+  const double sbh = s * b * h;
+  if (rc == Recompute::full) return sp ? 2 * sbh / t : 2 * sbh;
+  const double quad = rc == Recompute::selective ? 0 : 5 * a * s / h;
+  if (sp) return sbh / t * (34 + quad);
+  return sbh * (10 + 24 / t + quad / t);
+}
+
+double activation_bytes_per_layer(const ModelSpec& m, const ParallelConfig& par, std::int64_t layer) {
+  const double t = par.tp;
+  const double b = static_cast<double>(par.micro_batch);
+  const double s = static_cast<double>(par.seq);
+  const double sl = s / par.cp;  // tokens of each sequence held by this CP rank
+  const double h = static_cast<double>(m.hidden);
+  const double e = par.activation_bytes();
+  const double tokens = b * sl;
+  const bool sp = par.sequence_parallel && par.tp > 1;
+  if (par.recompute == Recompute::full) return e * tokens * h / (sp ? t : 1);  // the layer input only
+  const double mask = m.dropout ? 1 : 0;  // dropout masks are 1 byte per element
+  const bool moe = m.is_moe_layer(layer);
+  // Replicated over TP ranks unless SP: the inputs of the two norms, of the QKV GEMM and of the
+  // first MLP GEMM (or the router), and the two dropout masks.
+  const double replicated = tokens * h * (2 * e + 2 * e + 2 * mask);
+  // Split over TP: Q, K, V, the projection input, and the MLP intermediates.
+  const double qw = static_cast<double>(m.q_width()), kvw = static_cast<double>(m.kv_width());
+  double sharded = tokens * e * (2 * qw + 2 * kvw);
+  const double mlp_tensors = m.mlp == MlpKind::gelu ? 2 : 3;  // GeLU in + fc2 in; gate, up, fc2 in
+  if (!moe) sharded += tokens * e * mlp_tensors * static_cast<double>(m.ffn_hidden);
+  // Softmax output (kept for the backward), plus dropout mask and output when dropout is used:
+  // Korthikanti's 5as^2b. With CP each rank holds its sl queries against all s keys.
+  const double quadratic =
+      par.recompute == Recompute::selective ? 0 : b * static_cast<double>(m.heads) * sl * s * (e + mask * (1 + e));
+  double bytes = (sp ? replicated / t : replicated) + (sharded + quadratic) / t;
+  if (moe) {
+    // Each token (already split over TP ranks by SP) is copied to top_k routed + shared experts;
+    // each copy keeps its input and the expert's intermediates. Experts are not TP-sharded.
+    const double copies = tokens / t * (m.moe->top_k + m.moe->shared_experts);
+    bytes += copies * e * (h + mlp_tensors * static_cast<double>(m.moe->ffn_hidden));
+  }
+  return bytes;
+}
+
+const StageMemory& MemoryEstimate::worst() const {
+  return *std::max_element(stages.begin(), stages.end(),
+                           [](const StageMemory& a, const StageMemory& b) { return a.total() < b.total(); });
+}
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
+  const ParamCount pc = count_params(m);
+  const double t = par.tp;
+  const double n_dense = static_cast<double>(par.dp) * par.cp;                       // dense grads: DP x CP
+  const double n_expert = static_cast<double>(par.tp) * par.dp * par.cp / par.ep;  // expert-DP group
+  MemoryEstimate est;
+  for (int stage = 0; stage < par.pp; ++stage) {
+    StageMemory sm;
+    sm.stage = stage;
+    double dense = 0, expert = 0, acts = 0, largest_layer = 0;
+    for (int c = 0; c < par.virtual_stages; ++c) {
+      LayerRange r = stage_layers(m, par, stage, c);
+      for (std::int64_t l = r.first; l < r.last; ++l) {
+        double layer_dense = static_cast<double>(pc.attention_per_layer) / t;
+        double layer_expert = 0;
+        if (m.is_moe_layer(l)) {
+          layer_dense += static_cast<double>(pc.moe_mlp_per_layer - pc.expert_per_layer) / t;
+          layer_expert = static_cast<double>(pc.expert_per_layer) / par.ep;
+        } else {
+          layer_dense += static_cast<double>(pc.dense_mlp_per_layer) / t;
+        }
+        dense += layer_dense;
+        expert += layer_expert;
+        largest_layer = std::max(largest_layer, layer_dense + layer_expert);
+        acts += activation_bytes_per_layer(m, par, l);
+      }
+    }
+    if (stage == 0) dense += static_cast<double>(pc.embedding) / t;
+    if (stage == par.pp - 1) {
+      // The last stage holds the output layer; with tied embeddings and pp > 1 Megatron keeps a
+      // copy of the word embeddings there.
+      dense += static_cast<double>(m.tied_embeddings ? (par.pp > 1 ? m.vocab * m.hidden : 0) : pc.output) / t;
+      dense += static_cast<double>(pc.final_norm);
+    }
+    sm.params_dense = static_cast<std::int64_t>(dense);
+    sm.params_expert = static_cast<std::int64_t>(expert);
+    const int z = par.zero;
+    sm.weights = 2 * (z >= 3 ? dense / n_dense + expert / n_expert + 2 * largest_layer : dense + expert);
+    sm.gradients = par.grad_bytes * (z >= 2 ? dense / n_dense + expert / n_expert : dense + expert);
+    sm.optimizer = 12 * (z >= 1 ? dense / n_dense + expert / n_expert : dense + expert);
+    sm.in_flight = in_flight_chunks(par, stage);
+    sm.activations = acts / par.virtual_stages * static_cast<double>(sm.in_flight);
+    if (stage == par.pp - 1) {
+      // fp32 logits for the cross-entropy of one micro-batch: Korthikanti's 4sbV/t.
+      sm.activations += 4.0 * static_cast<double>(par.micro_batch) * static_cast<double>(par.seq) / par.cp *
+                        static_cast<double>(m.vocab) / t;
+    }
+    est.stages.push_back(sm);
+  }
+  return est;
+}
+
+void check_fits(const MemoryEstimate& est, double capacity_bytes, const std::string& what) {
+  const StageMemory& w = est.worst();
+  if (w.total() <= capacity_bytes) return;
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  throw InputError(fmt::format(
+      "memory: pipeline stage {} needs {:.1f} GiB per GPU (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+      "activations {:.1f} for {} in-flight micro-batch chunks) but {} has {:.1f} GiB; raise tp/pp/zero, use "
+      "recompute, or lower micro_batch",
+      w.stage, w.total() / GiB, w.weights / GiB, w.gradients / GiB, w.optimizer / GiB, w.activations / GiB,
+      w.in_flight, what, capacity_bytes / GiB));
+}
+
+}  // namespace commstack::workloads

@@ -1,0 +1,13 @@
+#pragma once
+// The model zoo JSON files, compiled in by CMake (workloads/models/embed.cmake generates the
+// definition) so the binary works from any directory.
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace commstack::workloads {
+
+// (file stem, file contents), sorted by stem.
+const std::vector<std::pair<std::string_view, std::string_view>>& embedded_model_files();
+
+}  // namespace commstack::workloads

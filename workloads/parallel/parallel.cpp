@@ -1,0 +1,165 @@
+#include "workloads/parallel/parallel.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "workloads/json_fields.hpp"
+
+namespace commstack::workloads {
+
+std::string to_string(PipelineSchedule s) { return s == PipelineSchedule::one_f_one_b ? "1f1b" : "interleaved"; }
+std::string to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8"; }
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+std::string to_string(Dim d) {
+  switch (d) {
+    case Dim::tp: return "tp";
+    case Dim::cp: return "cp";
+    case Dim::dp: return "dp";
+    case Dim::pp: return "pp";
+  }
+  return "?";
+}
+
+namespace {
+
+std::vector<Dim> parse_order(JsonFields& f, const std::string& text) {
+  // "tp-cp-ep-dp-pp": Megatron spelling; "ep" is accepted (it lives inside cp x dp) and skipped.
+  std::vector<Dim> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t dash = text.find('-', pos);
+    std::string tok = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
+    if (tok == "tp") out.push_back(Dim::tp);
+    else if (tok == "cp") out.push_back(Dim::cp);
+    else if (tok == "dp") out.push_back(Dim::dp);
+    else if (tok == "pp") out.push_back(Dim::pp);
+    else if (tok != "ep") f.fail("order", fmt::format("'{}' is not one of tp, cp, ep, dp, pp", tok));
+    if (dash == std::string::npos) break;
+    pos = dash + 1;
+  }
+  for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::pp}) {
+    if (std::count(out.begin(), out.end(), d) != 1) {
+      f.fail("order", fmt::format("'{}' must name each of tp, cp, dp, pp exactly once (e.g. \"tp-cp-ep-dp-pp\")", text));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where) {
+  JsonFields f(j, where, "$");
+  ParallelConfig p;
+  constexpr std::int64_t kMaxWays = 1 << 20;
+  // Every degree defaults to 1 (that kind of parallelism not used).
+  p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxWays));
+  p.sequence_parallel = f.boolean_or("sequence_parallel", false);
+  p.pp = static_cast<int>(f.integer_or("pp", 1, 1, kMaxWays));
+  p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b" ? PipelineSchedule::one_f_one_b
+                                                                                  : PipelineSchedule::interleaved;
+  p.virtual_stages = static_cast<int>(f.integer_or("virtual_stages", 1, 1, kMaxWays));
+  p.dp = static_cast<int>(f.integer_or("dp", 1, 1, kMaxWays));
+  p.zero = static_cast<int>(f.integer_or("zero", 0, 0, 3));
+  if (f.has("fsdp")) {
+    if (f.boolean("fsdp")) {
+      if (f.has("zero") && p.zero != 3) f.fail("fsdp", fmt::format("true means ZeRO-3 but zero is {}", p.zero));
+      p.zero = 3;
+    }
+  } else {
+    f.boolean_or("fsdp", false);
+  }
+  p.cp = static_cast<int>(f.integer_or("cp", 1, 1, kMaxWays));
+  p.ep = static_cast<int>(f.integer_or("ep", 1, 1, kMaxWays));
+  p.micro_batch = f.integer("micro_batch", 1, std::int64_t{1} << 30);
+  p.global_batch = f.integer("global_batch", 1, std::int64_t{1} << 40);
+  p.seq = f.integer_or("seq", 0, 1, std::int64_t{1} << 24);
+  p.precision = f.choice_or("precision", "bf16", {"bf16", "fp8"}) == "bf16" ? Precision::bf16 : Precision::fp8;
+  std::string rc = f.choice_or("recompute", "none", {"none", "selective", "full"});
+  p.recompute = rc == "none" ? Recompute::none : rc == "selective" ? Recompute::selective : Recompute::full;
+  if (f.has("order")) p.order = parse_order(f, f.string("order"));
+  p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
+  p.bucket_params = f.integer_or("bucket_params", 40'000'000, 1, std::int64_t{1} << 50);
+  std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
+  p.grad_bytes = gd == "bf16" ? 2 : 4;
+  f.reject_unknown();
+  return p;
+}
+
+ParallelConfig load_parallel_file(const std::string& path) { return parse_parallel(read_json_file(path), path); }
+
+void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string& where) {
+  auto bad = [&](const std::string& field, const std::string& msg) {
+    throw InputError(fmt::format("{}: $.{}: {}", where, field, msg));
+  };
+  if (p.seq == 0) p.seq = m.seq;
+  if (gpus > 0 && p.gpus() != gpus) {
+    bad("tp", fmt::format("tp*pp*dp*cp = {}*{}*{}*{} = {} but the cluster has {} GPUs", p.tp, p.pp, p.dp, p.cp, p.gpus(), gpus));
+  }
+  if (m.heads % p.tp != 0) bad("tp", fmt::format("{} does not divide the {} attention heads of {}", p.tp, m.heads, m.name));
+  // Megatron-Core shards whole K/V groups (num_query_groups % tp == 0); no K/V replication.
+  if (m.kv_heads % p.tp != 0) {
+    bad("tp", fmt::format("{} does not divide the {} key/value heads of {} (Megatron shards whole K/V groups)", p.tp,
+                          m.kv_heads, m.name));
+  }
+  if (m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("{} does not divide ffn_hidden = {}", p.tp, m.ffn_hidden));
+  if (m.vocab % p.tp != 0) bad("tp", fmt::format("{} does not divide the vocabulary of {} (pad it)", p.tp, m.vocab));
+  if (p.schedule == PipelineSchedule::one_f_one_b && p.virtual_stages != 1) {
+    bad("virtual_stages", fmt::format("{} needs \"schedule\": \"interleaved\"", p.virtual_stages));
+  }
+  if (p.schedule == PipelineSchedule::interleaved) {
+    if (p.pp < 2) bad("schedule", "the interleaved schedule needs pp >= 2");
+    if (p.virtual_stages < 2) bad("virtual_stages", fmt::format("{}: the interleaved schedule needs >= 2", p.virtual_stages));
+  }
+  const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
+  if (m.layers % chunks != 0) {
+    bad("pp", fmt::format("pp*virtual_stages = {}*{} = {} does not divide the {} layers of {}", p.pp, p.virtual_stages,
+                          chunks, m.layers, m.name));
+  }
+  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
+    bad("global_batch", fmt::format("{} is not a multiple of micro_batch*dp = {}*{}", p.global_batch, p.micro_batch, p.dp));
+  }
+  if (p.schedule == PipelineSchedule::interleaved && p.micro_batches() % p.pp != 0) {
+    bad("global_batch", fmt::format("{} micro-batches per DP rank is not a multiple of pp = {} (interleaved schedule)",
+                                    p.micro_batches(), p.pp));
+  }
+  // Megatron's load-balanced context parallelism cuts each sequence into 2*cp chunks.
+  if (p.cp > 1 && p.seq % (2 * p.cp) != 0) bad("cp", fmt::format("2*cp = {} does not divide seq = {}", 2 * p.cp, p.seq));
+  if (p.sequence_parallel && (p.seq / p.cp) % p.tp != 0) {
+    bad("sequence_parallel", fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));
+  }
+  if (p.ep > 1 && !m.moe) bad("ep", fmt::format("{} > 1 but {} has no experts", p.ep, m.name));
+  if (m.moe) {
+    if (m.moe->experts % p.ep != 0) bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
+    if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("{} does not divide dp*cp = {} (Megatron rule)", p.ep, p.dp * p.cp));
+    // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
+    if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
+  }
+  if (p.zero == 3 && p.pp > 1) bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
+}
+
+LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
+  const std::int64_t per_chunk = model.layers / (std::int64_t{par.pp} * par.virtual_stages);
+  const std::int64_t virtual_stage = std::int64_t{chunk} * par.pp + stage;
+  return {virtual_stage * per_chunk, (virtual_stage + 1) * per_chunk};
+}
+
+std::int64_t in_flight_chunks(const ParallelConfig& par, int stage) {
+  const std::int64_t m = par.micro_batches();
+  if (par.schedule == PipelineSchedule::one_f_one_b) return std::min<std::int64_t>(par.pp - stage, m);
+  const std::int64_t total = m * par.virtual_stages;
+  if (m == par.pp) return total;  // Megatron runs all forwards first in that case
+  return std::min<std::int64_t>(std::int64_t{par.pp - stage - 1} * 2 + std::int64_t{par.virtual_stages - 1} * par.pp + 1,
+                                total);
+}
+
+}  // namespace commstack::workloads

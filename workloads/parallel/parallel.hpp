@@ -1,0 +1,75 @@
+#pragma once
+// How one training job is split over GPUs (Megatron-LM terms): tensor (TP, optionally with
+// sequence parallelism), pipeline (PP, 1F1B or interleaved with virtual stages), data (DP, with
+// ZeRO stage 0-3; FSDP = ZeRO-3), context (CP), expert (EP) parallelism, batch sizes, precision
+// and activation recomputation. validate() enforces the divisibility rules Megatron enforces,
+// with messages that say which number breaks which rule.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "workloads/model.hpp"
+
+namespace commstack::workloads {
+
+enum class PipelineSchedule { one_f_one_b, interleaved };
+enum class Precision { bf16, fp8 };
+enum class Recompute { none, selective, full };
+// The four grid dimensions of the rank layout (EP is carved out of CP x DP, see layout.hpp).
+enum class Dim { tp, cp, dp, pp };
+
+std::string to_string(PipelineSchedule s);
+std::string to_string(Precision p);
+std::string to_string(Recompute r);
+std::string to_string(Dim d);
+
+struct ParallelConfig {
+  int tp = 1;
+  bool sequence_parallel = false;  // Korthikanti SP: LayerNorm/dropout regions split over TP ranks
+  int pp = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule; 1 for 1F1B)
+  int dp = 1;
+  int zero = 0;            // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
+  int cp = 1;
+  int ep = 1;
+  std::int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
+  std::int64_t global_batch = 1;  // sequences per iteration, all DP ranks together
+  std::int64_t seq = 0;           // tokens per sequence (the model's seq when the config omits it)
+  Precision precision = Precision::bf16;
+  Recompute recompute = Recompute::none;
+  // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
+  // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
+  std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  bool overlap_grad_reduce = true;          // DP reduction starts per bucket as soon as backward produced it
+  std::int64_t bucket_params = 40'000'000;  // Megatron DDP default bucket: max(4e7, 1e6*dp) params
+  int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
+
+  int gpus() const { return tp * pp * dp * cp; }
+  std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+  int activation_bytes() const { return 2; }  // bf16 activations (fp8 GEMM inputs are cast inside TE)
+  int gemm_operand_bytes() const { return precision == Precision::fp8 ? 1 : 2; }
+};
+
+// Parses a parallelism object. Fields: docs/workloads.md. `where` names the input in errors.
+ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where);
+ParallelConfig load_parallel_file(const std::string& path);
+
+// Layers [first, last) of pipeline stage `stage`, model chunk `chunk` (0 for 1F1B). Megatron's
+// interleaved assignment: chunk c of stage s is virtual stage c*pp + s.
+struct LayerRange {
+  std::int64_t first = 0, last = 0;
+  std::int64_t count() const { return last - first; }
+};
+LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
+// Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
+// Megatron's warm-up (pp - stage - 1)*2 + (vs - 1)*pp, plus the first steady-state forward).
+std::int64_t in_flight_chunks(const ParallelConfig& par, int stage);
+
+// Fills seq from the model when absent and checks every rule against the model. `gpus` is the
+// number of GPUs of the cluster (<= 0 to skip that check). Throws InputError naming `where`.
+void validate(const ModelSpec& model, ParallelConfig& par, int gpus, const std::string& where);
+
+}  // namespace commstack::workloads
