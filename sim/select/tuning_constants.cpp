@@ -69,7 +69,7 @@ NcclVersion parse_nccl_version(std::string_view text, std::string_view what) {
   std::string t(text);
   if (!t.empty() && (t[0] == 'v' || t[0] == 'V')) t.erase(0, 1);
   if (t == "2.28" || t == "2.28.9" || t == "2.28.9-1") return NcclVersion::v2_28_9;
-  if (t == "2.30" || t == "2.30.7" || t == "head" || t == "HEAD") return NcclVersion::v2_30_7;
+  if (t == "2.30" || t == "2.30.7" || t == "2.30.7-1" || t == "head" || t == "HEAD") return NcclVersion::v2_30_7;
   throw InputError(fmt::format("{}: unknown NCCL tuning version '{}'; expected 2.28.9 or 2.30.7", what, text));
 }
 

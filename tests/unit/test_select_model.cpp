@@ -1,0 +1,151 @@
+// NCCL tuning model checks: closed forms from tuning.cc, NCCL's own printed model times and
+// tables from published logs, and the algorithm/protocol choices in those logs.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "sim/select/nccl_tuner.hpp"
+
+using namespace commstack::select;
+
+namespace {
+
+// nccl#1453: 3 nodes x 8 H100, Intel host, 200 Gb/s NICs. The log has no GRAPH lines; the tree
+// graph's 16 channels x 12 GB/s is what NCCL's printed model times imply (see docs/nccl-selection.md),
+// and the TREE pattern (3 nodes) gives the 0.85 factor.
+CommShape h100_3node() {
+  CommShape s;
+  s.n_ranks = 24;
+  s.n_nodes = 3;
+  s.min_sm = s.max_sm = 90;
+  s.cpu_vendor = CpuVendor::intel;
+  s.ring = {16, 40.0, 12.0, PathType::nvl, PathType::pix, 0, true, 4};
+  s.tree = {16, 40.0, 12.0, PathType::nvl, PathType::pix, 0, true, 3};
+  s.nvls = {16, 40.0, 12.0, PathType::nvl, PathType::pix, 0, true, 5};
+  s.nvls_support = true;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("select: 1453 model times of Tree LL / LL128 AllReduce match NCCL's printed times") {
+  CommShape s = h100_3node();
+  TuneTables t = tune_model(s);
+  // Tree LL: lat 6.8 + 2*(7*0.6 + log2(3)*5.0) = 25.2 us; bw = min(192/3.8, 20.4)*0.85*0.5 GB/s.
+  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] == doctest::Approx(25.2).epsilon(1e-6));
+  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] == doctest::Approx(20.4 * 0.85 * 0.5).epsilon(1e-6));
+  const struct {
+    std::uint64_t bytes;
+    Algo algo;
+    Proto proto;
+    double time;
+  } log[] = {{128, Algo::tree, Proto::ll, 25.214764},
+             {256, Algo::tree, Proto::ll, 25.229528},
+             {512, Algo::tree, Proto::ll, 25.259054},
+             {262144, Algo::tree, Proto::ll128, 54.707825}};
+  for (const auto& e : log) {
+    Selection sel = select_algorithm(t, s, Func::all_reduce, e.bytes);
+    CAPTURE(e.bytes);
+    CHECK(sel.time_us[idx(e.algo)][idx(e.proto)] == doctest::Approx(e.time).epsilon(1e-6));
+    CHECK(sel.algo == e.algo);
+    CHECK(sel.proto == e.proto);
+  }
+}
+
+TEST_CASE("select: ring latency closed form and the multi-node ring plateau factor") {
+  CommShape s = h100_3node();
+  TuneTables t = tune_model(s);
+  // Ring AllReduce Simple, 24 ranks on 3 nodes: 8.4 + (46-4)*max(3.4, 3*1.0) + 4*14.0.
+  double lat = 8.4 + 42 * 3.4 + 4 * 14.0;
+  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(lat).epsilon(1e-6));
+  // Ring Simple bus bw 16*12 = 192 GB/s -> algo bw 192*24/46.
+  double bw = 192.0 * 24 / 46;
+  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(bw).epsilon(1e-6));
+  std::uint64_t big = 1ull << 30;  // >= 64 B per channel per rank: latency x1.4 on SM90
+  Selection sel = select_algorithm(t, s, Func::all_reduce, big);
+  CHECK(sel.time_us[idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(lat * 1.4 + big / (1000 * bw)).epsilon(1e-5));
+}
+
+TEST_CASE("select: NCCL_ALGO / NCCL_PROTO forcing, exclusion and per-function lists") {
+  CommShape s = h100_3node();
+  NcclEnv env;
+  env.algo = "ring";
+  Selection a = select_algorithm(tune_model(s, env), s, Func::all_reduce, 128);
+  CHECK(a.algo == Algo::ring);
+  CHECK(a.allowed[idx(Algo::tree)][idx(Proto::ll)] == false);
+  env.algo = "^tree";
+  CHECK(select_algorithm(tune_model(s, env), s, Func::all_reduce, 128).algo == Algo::ring);
+  env.algo = "allreduce:tree;broadcast:ring";
+  env.proto = "^LL";
+  Selection c = select_algorithm(tune_model(s, env), s, Func::all_reduce, 128);
+  CHECK(c.algo == Algo::tree);
+  CHECK(c.proto != Proto::ll);
+  env.algo = "tree";  // Broadcast only supports Ring: nothing left -> InputError
+  env.proto.reset();
+  CHECK_THROWS_AS(select_algorithm(tune_model(s, env), s, Func::broadcast, 1024), commstack::InputError);
+  env.algo = "tree,bogus";
+  CHECK_THROWS_WITH_AS(tune_model(s, env), doctest::Contains("NCCL_ALGO"), commstack::InputError);
+  env.algo = "ring;tree";  // second entry without prefix
+  CHECK_THROWS_AS(tune_model(s, env), commstack::InputError);
+  env.algo = "allgathr:ring";
+  CHECK_THROWS_WITH_AS(tune_model(s, env), doctest::Contains("prefix"), commstack::InputError);
+}
+
+TEST_CASE("select: channel reduction for small messages and NCCL_MIN/MAX_CTAS") {
+  CommShape s = h100_3node();
+  NcclEnv env;
+  env.algo = "ring";
+  env.proto = "simple";
+  TuneTables t = tune_model(s, env);
+  CHECK(t.comm_channels == 16);
+  // Ring Simple: nt 512, threshold 64: nc-- while bytes < nc*512*64 -> 1 MiB keeps 32 KiB*... = 32 -> 16 channels? 1 MiB / (512*64) = 32 >= 16.
+  CHECK(select_algorithm(t, s, Func::all_reduce, 1 << 20).n_channels == 16);
+  // 64 KiB: 65536 < nc*32768 for nc >= 3 -> 2 channels, then threads halve while 65536 < 2*nt*64 -> nt 512 stays (65536 == 2*512*64).
+  Selection small = select_algorithm(t, s, Func::all_reduce, 65536);
+  CHECK(small.n_channels == 2);
+  CHECK(small.n_threads == 512 + 32);
+  env.max_ctas = 4;
+  CHECK(tune_model(s, env).comm_channels == 4);
+  env.max_ctas = 0;
+  env.min_ctas = 24;
+  CHECK(tune_model(s, env).comm_channels == 24);
+  env.min_ctas = 65;
+  CHECK_THROWS_AS(tune_model(s, env), commstack::InputError);
+}
+
+TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9 and 2.30.7") {
+  const TunerConstants& a = tuner_constants(NcclVersion::v2_28_9);
+  const TunerConstants& b = tuner_constants(NcclVersion::v2_30_7);
+  CHECK(a.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(73.4));
+  CHECK(b.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(40.0));
+  CHECK(a.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(43.8));
+  CHECK(b.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(80.0));
+  CHECK(default_nccl_version() == NcclVersion::v2_28_9);
+  CHECK(parse_nccl_version("v2.30.7-1", "x") != NcclVersion::v2_28_9);
+  CHECK_THROWS_AS(parse_nccl_version("2.18", "--nccl-version"), commstack::InputError);
+  // Single-node B200 Ring LL128 bus bw is capped by nCh x per-channel cap.
+  CommShape s;
+  s.n_ranks = 8;
+  s.n_nodes = 1;
+  s.min_sm = s.max_sm = 100;
+  s.ring = {16, 80.0, 80.0, PathType::nvl, PathType::loc, 0, true, 4};
+  s.tree = s.ring;
+  NcclEnv env;
+  double r28 = tune_model(s, env, NcclVersion::v2_28_9).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
+  double r30 = tune_model(s, env, NcclVersion::v2_30_7).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
+  CHECK(r28 == doctest::Approx(std::min(16 * 80.0 * 0.92, 16 * 73.4) * 8 / 7).epsilon(1e-5));
+  CHECK(r30 == doctest::Approx(16 * 40.0 * 8 / 7).epsilon(1e-5));
+}
+
+TEST_CASE("select: bad communicator shapes are InputErrors") {
+  CommShape s = h100_3node();
+  s.n_nodes = 0;
+  CHECK_THROWS_AS(tune_model(s), commstack::InputError);
+  s = h100_3node();
+  s.ring.n_channels = 0;
+  CHECK_THROWS_AS(tune_model(s), commstack::InputError);
+  s = h100_3node();
+  s.tree.bw_inter = -1;
+  CHECK_THROWS_AS(tune_model(s), commstack::InputError);
+}
