@@ -1,5 +1,100 @@
-// placeholder, replaced by the topology work
+// `commstack topo`: build a cluster's topology and print what it is made of, its diameter,
+// bisection and injection bandwidth; optionally write Graphviz.
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <boost/graph/graphviz.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "topologies/analysis.hpp"
+#include "topologies/cluster.hpp"
+
 namespace commstack::cli {
-void register_topo(CLI::App& app) { (void)app; }
+namespace {
+
+namespace topo = commstack::topologies;
+
+struct TopoOptions {
+  std::string cluster;
+  std::optional<int> nodes;
+  std::optional<int> gpus_per_node;
+  std::string dot;
+  std::string format = "text";
+  bool list = false;
+};
+
+void write_dot(const topo::Topology& t, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("--dot {}: cannot open the file for writing", path));
+  auto vertex_label = [&t](std::ostream& os, std::size_t v) {
+    const auto& vx = t.vertex(static_cast<int>(v));
+    os << "[label=\"" << vx.name << "\",kind=\"" << topo::to_string(vx.kind) << "\"]";
+  };
+  auto edge_label = [&t](std::ostream& os, const topo::Topology::Graph::edge_descriptor& e) {
+    const auto& l = t.link(boost::get(boost::edge_index, t.graph(), e));
+    os << "[label=\"" << fmt::format("{:g} GB/s", l.bandwidth_Bps / 1e9) << "\",kind=\"" << topo::to_string(l.kind)
+       << "\"]";
+  };
+  boost::write_graphviz(out, t.graph(), vertex_label, edge_label);
+  if (!out) throw InputError(fmt::format("--dot {}: write failed", path));
 }
+
+void run(const TopoOptions& o) {
+  if (o.list) {
+    for (const auto& [name, description] : topo::preset_descriptions()) fmt::print("{:<16} {}\n", name, description);
+    return;
+  }
+  if (o.cluster.empty()) throw InputError("--cluster: required (a preset name or a JSON file; see --list-presets)");
+  const auto spec = topo::load_cluster(o.cluster);
+  const auto t = topo::build_topology(spec, o.nodes, o.gpus_per_node);
+  if (!o.dot.empty()) write_dot(t, o.dot);
+  const auto s = topo::summarize(t);
+  if (o.format == "json") {
+    nlohmann::ordered_json j;
+    j["name"] = s.name;
+    j["fabric"] = topo::to_string(spec.fabric.kind);
+    j["gpus"] = s.gpus;
+    j["nodes"] = s.nodes;
+    j["gpus_per_node"] = s.gpus_per_node;
+    j["nvswitch_planes"] = s.nvswitches;
+    j["nics"] = s.nics;
+    j["fabric_switches"] = s.fabric_switches;
+    j["links"] = {{"nvlink", s.links_nvlink}, {"pcie", s.links_pcie}, {"network", s.links_network}};
+    j["diameter_hops"] = s.diameter_hops;
+    j["bisection_GBps"] = s.bisection_Bps / 1e9;
+    j["injection_GBps_per_gpu"] = s.injection_Bps_per_gpu / 1e9;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("cluster:          {} ({})\n", s.name, topo::to_string(spec.fabric.kind));
+  fmt::print("GPUs:             {} ({} nodes x {})\n", s.gpus, s.nodes, s.gpus_per_node);
+  fmt::print("NVSwitch planes:  {}\n", s.nvswitches);
+  fmt::print("NICs:             {}\n", s.nics);
+  fmt::print("fabric switches:  {}\n", s.fabric_switches);
+  fmt::print("links:            nvlink {}, pcie {}, network {}\n", s.links_nvlink, s.links_pcie, s.links_network);
+  fmt::print("diameter:         {} hops (GPU to GPU, shortest path)\n", s.diameter_hops);
+  fmt::print("bisection:        {:.1f} GB/s (max flow, first half of GPUs to second half, one direction)\n",
+             s.bisection_Bps / 1e9);
+  fmt::print("injection:        {:.1f} GB/s per GPU (scale-out NIC bandwidth / GPUs per node)\n",
+             s.injection_Bps_per_gpu / 1e9);
+}
+
+}  // namespace
+
+void register_topo(CLI::App& app) {
+  auto opts = std::make_shared<TopoOptions>();
+  CLI::App* sub = app.add_subcommand("topo", "Build a cluster topology and print its size, diameter and bandwidths");
+  sub->add_option("--cluster", opts->cluster, "Preset name or cluster JSON file (docs/cluster-format.md)");
+  sub->add_option("--nodes", opts->nodes, "Override the node count");
+  sub->add_option("--gpus-per-node", opts->gpus_per_node, "Override the GPUs per node");
+  sub->add_option("--dot", opts->dot, "Write the graph as Graphviz to this file");
+  sub->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  sub->add_flag("--list-presets,--list", opts->list, "List the built-in presets with their descriptions");
+  on_selected(sub, [opts] { run(*opts); });
+}
+
+}  // namespace commstack::cli

@@ -6,6 +6,7 @@
 // may be added.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -30,6 +31,8 @@ struct NodeSpec {
   double pcie_latency_s = 0;
   std::vector<NicSpec> nics;
   int nvlink_domain_nodes = 1;  // >1: consecutive nodes share one NVLink fabric (GB200 NVL72: 18)
+  // true when the file said "gpus": "all" (one NIC per GPU): --gpus-per-node then keeps one NIC per GPU.
+  bool nic_per_gpu = false;
 };
 
 enum class FabricKind { none, rail_fat_tree, fat_tree, torus, dragonfly };
@@ -39,7 +42,7 @@ struct FabricSpec {
   double link_bandwidth_Bps = 0;      // switch-to-switch links, per direction
   double link_latency_s = 0;          // per switch hop (switch + cable)
   // fat trees (rail-optimized or plain)
-  int tiers = 2;
+  int tiers = 2;                      // 2 or 3; 0 = auto (2 while leaves <= switch_radix, else 3)
   int switch_radix = 64;
   int nodes_per_unit = 32;            // scalable unit (rail-optimized: one leaf per rail per unit)
   std::vector<double> oversubscription;  // per tier boundary, down:up (1 = non-blocking), leaf first
@@ -53,9 +56,11 @@ struct FabricSpec {
 };
 
 struct ClusterSpec {
+  std::string origin;                 // file or "preset <name>", set by parse_cluster, for error messages
   std::string name;
   std::string description;
   std::vector<std::string> sources;   // where the numbers come from
+  std::vector<std::string> assumptions;  // values with no published number, and why they were chosen
   int nodes = 1;
   NodeSpec node;
   FabricSpec fabric;
@@ -76,5 +81,13 @@ ClusterSpec load_cluster(const std::string& preset_or_path);
 // Validates it (connected, every GPU reaches every GPU) and installs the family's router.
 Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes = std::nullopt,
                         std::optional<int> gpus_per_node = std::nullopt);
+
+// One line per preset: name and description, in preset_names() order (for `commstack topo --list-presets`).
+std::vector<std::pair<std::string, std::string>> preset_descriptions();
+
+// The embedded JSON text of a preset (throws InputError for an unknown name).
+std::string preset_json(const std::string& name);
+
+std::string to_string(FabricKind kind);
 
 }  // namespace commstack::topologies

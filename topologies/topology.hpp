@@ -90,6 +90,11 @@ public:
   int nodes = 0;
   int gpus_per_node = 0;
 
+  // Nodes whose GPUs, taken together, see every GPU-to-GPU distance that occurs (the builder
+  // proves this by automorphisms of its family, see docs/topologies.md). gpu_diameter() runs
+  // BFS only from them; empty means "all nodes".
+  std::vector<int> representative_nodes;
+
   void set_router(std::shared_ptr<const Router> router) { router_ = std::move(router); }
   // The links a flow from src GPU rank to dst GPU rank crosses. Empty when src == dst.
   Path route(int src_gpu, int dst_gpu) const;

@@ -1,0 +1,75 @@
+// build_topology(): applies --nodes / --gpus-per-node, dispatches to the family builder and
+// validates the result (connected, so every GPU reaches every GPU).
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "topologies/analysis.hpp"
+#include "topologies/builders/builders.hpp"
+#include "topologies/cluster.hpp"
+
+namespace commstack::topologies {
+namespace {
+
+constexpr long long kMaxGpus = 1 << 18;  // 262,144 GPUs: far beyond any machine, keeps memory bounded
+
+std::vector<NicSpec> adapt_nics(const ClusterSpec& spec, int gpus) {
+  if (gpus == spec.node.gpus) return spec.node.nics;
+  if (spec.node.nic_per_gpu) {
+    std::vector<NicSpec> out;
+    const NicSpec proto = spec.node.nics.empty() ? NicSpec{} : spec.node.nics.front();
+    for (int g = 0; g < gpus; ++g) out.push_back(NicSpec{g, proto.bandwidth_Bps, proto.latency_s});
+    return out;
+  }
+  for (std::size_t k = 0; k < spec.node.nics.size(); ++k) {
+    if (spec.node.nics[k].gpu >= gpus) {
+      throw InputError(fmt::format("--gpus-per-node {}: {}: /node/nics/gpus/{} attaches a NIC to GPU {}, which a "
+                                   "{}-GPU node does not have; expected a GPU count above {}",
+                                   gpus, spec.origin, k, spec.node.nics[k].gpu, gpus, spec.node.nics[k].gpu));
+    }
+  }
+  return spec.node.nics;
+}
+
+}  // namespace
+
+Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes_override, std::optional<int> gpus_override) {
+  const int nodes = nodes_override.value_or(spec.nodes);
+  const int gpus = gpus_override.value_or(spec.node.gpus);
+  if (nodes < 1) throw InputError(fmt::format("--nodes: expected a node count >= 1, got {}", nodes));
+  if (gpus < 1 || gpus > 1024) throw InputError(fmt::format("--gpus-per-node: expected 1..1024, got {}", gpus));
+  if (static_cast<long long>(nodes) * gpus > kMaxGpus) {
+    throw InputError(fmt::format("--nodes {} x {} GPUs per node: expected at most {} GPUs in total", nodes, gpus, kMaxGpus));
+  }
+  const std::string origin = spec.origin.empty() ? spec.name : spec.origin;
+  builders::BuildInputs in{spec, nodes, gpus, adapt_nics(spec, gpus), origin};
+  Topology topo;
+  topo.name = fmt::format("{} x {} nodes", spec.name, nodes);
+  topo.nodes = nodes;
+  topo.gpus_per_node = gpus;
+  switch (spec.fabric.kind) {
+    case FabricKind::none:
+      if (nodes > spec.node.nvlink_domain_nodes) {
+        throw InputError(fmt::format("{}: /fabric/kind: \"none\" (no scale-out network) holds one NVLink domain of {} "
+                                     "node(s), but {} nodes were asked for; expected a fabric or fewer nodes",
+                                     origin, spec.node.nvlink_domain_nodes, nodes));
+      }
+      builders::build_single(topo, in);
+      break;
+    case FabricKind::rail_fat_tree: builders::build_rail_fat_tree(topo, in); break;
+    case FabricKind::fat_tree: builders::build_fat_tree(topo, in); break;
+    case FabricKind::torus: {
+      long long product = 1;
+      for (int k : spec.fabric.dims) product *= k;
+      // The file's shape when the count matches; otherwise the most balanced shape with as many dimensions.
+      const auto dims = product == nodes ? spec.fabric.dims
+                                         : builders::balanced_dims(nodes, static_cast<int>(spec.fabric.dims.size()));
+      builders::build_torus(topo, in, dims);
+      break;
+    }
+    case FabricKind::dragonfly: builders::build_dragonfly(topo, in); break;
+  }
+  check_connected(topo, origin);
+  return topo;
+}
+
+}  // namespace commstack::topologies

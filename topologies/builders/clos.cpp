@@ -1,0 +1,240 @@
+#include "topologies/builders/clos.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "topologies/builders/intra_node.hpp"
+
+namespace commstack::topologies::builders {
+namespace {
+
+struct ClosShape {
+  bool rail = true;
+  int nics = 0;             // per node (= rails when rail-optimized)
+  int nodes_per_unit = 1;
+  int units = 0;
+  int leaves_per_unit = 0;  // rails, or 1 ToR
+  int leaves = 0;
+  int down_ports = 0;       // per leaf
+  int tiers = 2;
+  int units_per_pod = 0;
+  int pods = 1;
+  int spines_per_pod = 0;
+  int cores_per_group = 0;  // cores attached to spine j of every pod (3 tiers)
+};
+
+// d-mod-k over spines and cores; see docs/topologies.md "Routing".
+class ClosRouter final : public Router {
+public:
+  ClosRouter(IntraNode intra, ClosShape shape, std::vector<int> nic_leaf, std::vector<int> leaf_spine,
+             std::vector<int> spine_core)
+      : in_(std::move(intra)), s_(shape), nic_leaf_(std::move(nic_leaf)), leaf_spine_(std::move(leaf_spine)),
+        spine_core_(std::move(spine_core)) {}
+
+  Path route(const Topology& /*topo*/, int src, int dst) const override {
+    Path path;
+    if (in_.route_inside(src, dst, path)) return path;
+    path.reserve(12);
+    const int src_node = in_.node_of_gpu(src);
+    const int dst_node = in_.node_of_gpu(dst);
+    const int ks = in_.nic_index_of_gpu(src);
+    const int kd = in_.nic_index_of_gpu(dst);
+    const int ls = leaf_of(src_node, ks);
+    const int ld = leaf_of(dst_node, kd);
+    in_.append_gpu_to_nic(src, path);
+    path.push_back(Hop{nic_leaf_[static_cast<std::size_t>(src_node * s_.nics + ks)], true});
+    if (ls != ld) {
+      // d = the destination's global down-port number (leaf-major); spine = d mod k, core = (d / k) mod k'.
+      const long long d = static_cast<long long>(ld) * s_.down_ports + position(dst_node, kd);
+      const int j = static_cast<int>(d % s_.spines_per_pod);
+      path.push_back(Hop{leaf_spine_[static_cast<std::size_t>(ls * s_.spines_per_pod + j)], true});
+      const int ps = pod_of_leaf(ls);
+      const int pd = pod_of_leaf(ld);
+      if (ps != pd) {
+        const int c = static_cast<int>((d / s_.spines_per_pod) % s_.cores_per_group);
+        path.push_back(Hop{spine_core_[static_cast<std::size_t>((ps * s_.spines_per_pod + j) * s_.cores_per_group + c)], true});
+        path.push_back(Hop{spine_core_[static_cast<std::size_t>((pd * s_.spines_per_pod + j) * s_.cores_per_group + c)], false});
+      }
+      path.push_back(Hop{leaf_spine_[static_cast<std::size_t>(ld * s_.spines_per_pod + j)], false});
+    }
+    path.push_back(Hop{nic_leaf_[static_cast<std::size_t>(dst_node * s_.nics + kd)], false});
+    in_.append_nic_to_gpu(dst, path);
+    return path;
+  }
+
+private:
+  int leaf_of(int node, int k) const {
+    const int unit = node / s_.nodes_per_unit;
+    return s_.rail ? unit * s_.leaves_per_unit + k : unit;
+  }
+  int position(int node, int k) const {
+    const int in_unit = node % s_.nodes_per_unit;
+    return s_.rail ? in_unit : in_unit * s_.nics + k;
+  }
+  int pod_of_leaf(int leaf) const { return (leaf / s_.leaves_per_unit) / s_.units_per_pod; }
+
+  IntraNode in_;
+  ClosShape s_;
+  std::vector<int> nic_leaf_;
+  std::vector<int> leaf_spine_;
+  std::vector<int> spine_core_;
+};
+
+int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+}  // namespace
+
+void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
+  const FabricSpec& f = in.spec.fabric;
+  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
+  ClosShape s;
+  s.rail = rail_optimized;
+  s.nics = static_cast<int>(in.nics.size());
+  s.nodes_per_unit = f.nodes_per_unit;
+  if (s.nics == 0) return;  // nothing to plug in: validation reports the disconnected nodes
+  s.units = ceil_div(in.nodes, s.nodes_per_unit);
+  s.leaves_per_unit = rail_optimized ? s.nics : 1;
+  s.leaves = s.units * s.leaves_per_unit;
+  s.down_ports = rail_optimized ? s.nodes_per_unit : s.nodes_per_unit * s.nics;
+
+  const int radix = f.switch_radix;
+  const double nic_bw = in.nics.front().bandwidth_Bps;
+  const double o_leaf = f.oversubscription.at(0);
+  const double o_spine = f.oversubscription.at(1);
+  // Design capacity of a leaf's uplinks: its down capacity divided by the ratio (exact), and the
+  // number of switch-to-switch cables that carries it (for port and switch counts).
+  const double leaf_up_bw = s.down_ports * nic_bw / o_leaf;
+  const int leaf_up_ports = std::max(1, static_cast<int>(std::ceil(leaf_up_bw / f.link_bandwidth_Bps - 1e-9)));
+  if (s.down_ports + leaf_up_ports > radix) {
+    throw InputError(fmt::format(
+        "{}: /fabric/nodes_per_unit: a leaf needs {} ports to nodes + {} uplinks, more than /fabric/switch_radix = {}; "
+        "expected fewer nodes per unit, a larger radix or more oversubscription",
+        in.origin, s.down_ports, leaf_up_ports, radix));
+  }
+  s.tiers = f.tiers == 0 ? (s.leaves <= radix ? 2 : 3) : f.tiers;
+  std::vector<int> nic_leaf;
+  std::vector<int> leaf_spine;
+  std::vector<int> spine_core;
+  double spine_up_bw = 0;
+  int spine_down_ports = radix;
+  if (s.tiers == 2) {
+    if (s.leaves > radix) {
+      throw InputError(fmt::format("{}: /fabric/tiers: 2 tiers connect at most /fabric/switch_radix = {} leaves, "
+                                   "this size needs {}; expected 3 or \"auto\"", in.origin, radix, s.leaves));
+    }
+    s.units_per_pod = s.units;
+    s.pods = 1;
+    s.spines_per_pod = std::max(1, ceil_div(static_cast<long long>(s.leaves) * leaf_up_ports, radix));
+  } else {
+    // A spine splits its ports down:up by the spine ratio; a pod is as many whole units as one
+    // spine can reach with a port per leaf, so leaves and spines in a pod are fully meshed.
+    spine_down_ports = static_cast<int>(std::floor(radix * o_spine / (o_spine + 1)));
+    s.units_per_pod = spine_down_ports / s.leaves_per_unit;
+    if (s.units_per_pod < 1) {
+      throw InputError(fmt::format("{}: /fabric/switch_radix: a 3-tier spine has {} down ports, fewer than the {} leaves "
+                                   "of one unit; expected a larger radix", in.origin, spine_down_ports, s.leaves_per_unit));
+    }
+    s.units_per_pod = std::min(s.units_per_pod, s.units);
+    s.pods = ceil_div(s.units, s.units_per_pod);
+    if (s.pods > radix) {
+      throw InputError(fmt::format("{}: /nodes: {} nodes need {} pods, more than a core switch of radix {} can reach",
+                                   in.origin, in.nodes, s.pods, radix));
+    }
+    const int pod_leaves = s.units_per_pod * s.leaves_per_unit;
+    s.spines_per_pod = std::max(1, ceil_div(static_cast<long long>(pod_leaves) * leaf_up_ports, spine_down_ports));
+    const double spine_down_bw = pod_leaves * leaf_up_bw / s.spines_per_pod;
+    spine_up_bw = spine_down_bw / o_spine;
+    const int spine_up_ports = std::max(1, static_cast<int>(std::ceil(spine_up_bw / f.link_bandwidth_Bps - 1e-9)));
+    s.cores_per_group = std::max(1, ceil_div(static_cast<long long>(spine_up_ports) * s.pods, radix));
+  }
+
+  // Leaves and NIC cables.
+  std::vector<int> leaf_v;
+  for (int u = 0; u < s.units; ++u) {
+    for (int r = 0; r < s.leaves_per_unit; ++r) {
+      const std::string name = rail_optimized ? fmt::format("leaf.su{}.r{}", u, r) : fmt::format("tor{}", u);
+      leaf_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, name, -1, u * s.leaves_per_unit + r, 1}));
+    }
+  }
+  for (int n = 0; n < in.nodes; ++n) {
+    for (int k = 0; k < s.nics; ++k) {
+      const int leaf = rail_optimized ? (n / s.nodes_per_unit) * s.leaves_per_unit + k : n / s.nodes_per_unit;
+      const auto& nic = in.nics[static_cast<std::size_t>(k)];
+      nic_leaf.push_back(topo.add_link(intra.nic_vertex[static_cast<std::size_t>(n * s.nics + k)],
+                                       leaf_v[static_cast<std::size_t>(leaf)], nic.bandwidth_Bps, nic.latency_s,
+                                       LinkKind::network));
+    }
+  }
+  // Spines (per pod) meshed with their pod's leaves; a leaf's uplink capacity is spread evenly.
+  // A single leaf (one ToR, or one rail in one unit) needs no spines: they would be dead ends.
+  const bool need_spines = s.leaves > 1;
+  if (!need_spines) s.pods = 0;
+  std::vector<int> spine_v;
+  for (int p = 0; p < s.pods; ++p) {
+    for (int j = 0; j < s.spines_per_pod; ++j) {
+      const std::string name = s.pods > 1 ? fmt::format("spine.pod{}.{}", p, j) : fmt::format("spine{}", j);
+      spine_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, name, -1, p * s.spines_per_pod + j, 2}));
+    }
+  }
+  if (need_spines) {
+    leaf_spine.resize(static_cast<std::size_t>(s.leaves) * static_cast<std::size_t>(s.spines_per_pod));
+    for (int l = 0; l < s.leaves; ++l) {
+      const int p = (l / s.leaves_per_unit) / s.units_per_pod;
+      for (int j = 0; j < s.spines_per_pod; ++j) {
+        leaf_spine[static_cast<std::size_t>(l * s.spines_per_pod + j)] =
+            topo.add_link(leaf_v[static_cast<std::size_t>(l)], spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
+                          leaf_up_bw / s.spines_per_pod, f.link_latency_s, LinkKind::network);
+      }
+    }
+  }
+  if (!need_spines) s.pods = 1;
+  if (s.tiers == 3 && s.pods > 1) {
+    // Core group j serves spine j of every pod (classic folded Clos): cores_per_group cores each.
+    std::vector<int> core_v;
+    for (int j = 0; j < s.spines_per_pod; ++j) {
+      for (int c = 0; c < s.cores_per_group; ++c) {
+        core_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, fmt::format("core{}.{}", j, c), -1,
+                                                j * s.cores_per_group + c, 3}));
+      }
+    }
+    spine_core.resize(static_cast<std::size_t>(s.pods) * s.spines_per_pod * s.cores_per_group);
+    for (int p = 0; p < s.pods; ++p) {
+      for (int j = 0; j < s.spines_per_pod; ++j) {
+        for (int c = 0; c < s.cores_per_group; ++c) {
+          spine_core[static_cast<std::size_t>((p * s.spines_per_pod + j) * s.cores_per_group + c)] = topo.add_link(
+              spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
+              core_v[static_cast<std::size_t>(j * s.cores_per_group + c)], spine_up_bw / s.cores_per_group,
+              f.link_latency_s, LinkKind::network);
+        }
+      }
+    }
+  } else if (s.tiers == 3) {
+    s.cores_per_group = 1;  // one pod: traffic turns at the spines, no core switches are needed
+  }
+
+  // Representative nodes: first node of each (domain size, unit size, pod size) class.
+  const int domain = intra.domain_nodes;
+  std::map<std::tuple<int, int, int>, int> classes;
+  for (int n = 0; n < in.nodes; ++n) {
+    const int d = n / domain;
+    const int dsize = std::min(in.nodes, (d + 1) * domain) - d * domain;
+    const int u = n / s.nodes_per_unit;
+    const int usize = std::min(in.nodes, (u + 1) * s.nodes_per_unit) - u * s.nodes_per_unit;
+    const int pod_nodes = s.units_per_pod * s.nodes_per_unit;
+    const int p = n / pod_nodes;
+    const int psize = std::min(in.nodes, (p + 1) * pod_nodes) - p * pod_nodes;
+    classes.emplace(std::make_tuple(dsize, usize, psize), n);
+  }
+  for (const auto& [key, n] : classes) topo.representative_nodes.push_back(n);
+  std::sort(topo.representative_nodes.begin(), topo.representative_nodes.end());
+  topo.set_router(std::make_shared<ClosRouter>(std::move(intra), s, std::move(nic_leaf), std::move(leaf_spine),
+                                               std::move(spine_core)));
+}
+
+}  // namespace commstack::topologies::builders

@@ -1,0 +1,72 @@
+// Preset lookup and file loading for load_cluster(): a name from the embedded presets wins,
+// anything else is read as a path.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "topologies/cluster.hpp"
+#include "topologies/presets/embedded.hpp"
+
+namespace commstack::topologies {
+namespace {
+
+nlohmann::json parse_text(std::string_view text, const std::string& origin) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON: {}", origin, e.what()));
+  }
+}
+
+const EmbeddedPreset* find_preset(const std::string& name) {
+  for (const auto& p : embedded_presets()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : embedded_presets()) names.emplace_back(p.name);
+  return names;
+}
+
+std::string preset_json(const std::string& name) {
+  const auto* p = find_preset(name);
+  if (!p) throw InputError(fmt::format("unknown preset '{}'; known presets: {}", name, fmt::join(preset_names(), ", ")));
+  return std::string(p->json);
+}
+
+std::vector<std::pair<std::string, std::string>> preset_descriptions() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& name : preset_names()) out.emplace_back(name, load_cluster(name).description);
+  return out;
+}
+
+ClusterSpec load_cluster(const std::string& preset_or_path) {
+  if (const auto* p = find_preset(preset_or_path)) {
+    const std::string origin = fmt::format("preset {}", p->name);
+    return parse_cluster(parse_text(p->json, origin), origin);
+  }
+  // Not a preset: a path. A bare word with no '/' and no ".json" was most likely a mistyped preset.
+  std::ifstream in(preset_or_path, std::ios::binary);
+  if (!in) {
+    const bool looks_like_path = preset_or_path.find('/') != std::string::npos ||
+                                 preset_or_path.find(".json") != std::string::npos;
+    if (looks_like_path) throw InputError(fmt::format("{}: cannot open the cluster file", preset_or_path));
+    throw InputError(fmt::format("--cluster {}: neither a preset nor a readable file; known presets: {}", preset_or_path,
+                                 fmt::join(preset_names(), ", ")));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string body = text.str();
+  return parse_cluster(parse_text(body, preset_or_path), preset_or_path);
+}
+
+}  // namespace commstack::topologies
