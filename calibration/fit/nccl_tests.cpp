@@ -335,6 +335,10 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       continue;  // other comments
     }
 
+    if (body == "..." || body == "[...]") {  // a published excerpt left lines out
+      res.elided = true;
+      continue;
+    }
     if (!in_table) {
       // Launcher output before the table: look for the benchmark binary on a command line.
       if (op_cmd == NcclTestsOp::unknown)
@@ -351,11 +355,6 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
         }
       continue;
     }
-    if (body == "..." || body == "[...]") {
-      res.elided = true;
-      continue;
-    }
-
     // A data row.
     auto toks = split_ws(body);
     bool has_ts = !kinds.empty() && kinds.back() == Col::timestamp;

@@ -84,7 +84,7 @@ struct NcclTestsResult {
   std::string gpu_model;        // GPU name of rank 0 (first rank line), "" when none
   std::vector<std::string> columns;  // column names of the result table, as printed
   std::vector<NcclTestsRow> rows;
-  bool elided = false;  // the table contained "..." lines (a published excerpt)
+  bool elided = false;  // "..." lines: a published excerpt left rows or rank lines out
   std::optional<double> avg_busbw_GBps;      // footer "# Avg bus bandwidth"
   std::optional<std::int64_t> out_of_bounds;  // footer "# Out of bounds values"
 };

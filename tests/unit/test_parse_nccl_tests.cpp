@@ -1,0 +1,172 @@
+// nccl-tests output parser: the published files in calibration/data/nccl-tests and the
+// robustness cases (truncation, #wrong, N/A, mixed rank lines, garbage, empty input).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "calibration/fit/nccl_tests.hpp"
+#include "common/error.hpp"
+
+using namespace commstack::fit;
+
+namespace {
+std::string tests_dir() { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-tests/"; }
+std::string logs_dir() { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-logs/"; }
+
+const char* kSmall =
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+    "#\n"
+    "# Using devices\n"
+    "#  Rank  0 Group  0 Pid   6287 on     node-a device  0 [0x18] NVIDIA H200\n"
+    "#  Rank  1 Group  0 Pid   6288 on     node-a device  1 [0x2a] NVIDIA H200\n"
+    "#  Rank  2 Group  0 Pid   7438 on     node-b device  0 [0x18] NVIDIA H200\n"
+    "#  Rank  3 Group  0 Pid   7439 on     node-b device  1 [0x2a] NVIDIA H200\n"
+    "#\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "           8             2     float     sum      -1    29.72    0.00    0.00      0    28.67    0.00    0.00      3\n"
+    "          16             4     float     sum      -1    28.45    0.00    0.00      0    27.99    0.00    0.00    N/A\n"
+    "# Out of bounds values : 0 OK\n"
+    "# Avg bus bandwidth    : 0.0012 \n";
+}  // namespace
+
+TEST_CASE("parse: nccl-tests small table with rank lines, #wrong and N/A") {
+  NcclTestsResult r = parse_nccl_tests(kSmall, "small.txt", NcclTestsOp::all_reduce);
+  CHECK(r.op == NcclTestsOp::all_reduce);
+  CHECK(r.op_source == "explicit");
+  CHECK(r.n_ranks == 4);
+  CHECK(r.n_hosts == 2);
+  CHECK(r.gpus_per_node == 2);
+  CHECK(r.ranks_complete);
+  CHECK(r.gpu_model == "NVIDIA H200");
+  CHECK(r.ranks[2].host == "node-b");
+  CHECK(r.ranks[2].busid == "0x18");
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[0].size_bytes == 8);
+  CHECK(*r.rows[0].count == 2);
+  CHECK(r.rows[0].type == "float");
+  CHECK(*r.rows[0].root == -1);
+  CHECK(r.rows[0].out_of_place->time_us == doctest::Approx(29.72));
+  CHECK(*r.rows[0].in_place->wrong == 3);
+  CHECK_FALSE(r.rows[1].in_place->wrong.has_value());  // N/A
+  CHECK(*r.rows[1].out_of_place->wrong == 0);
+  CHECK(*r.avg_busbw_GBps == doctest::Approx(0.0012));
+  CHECK(*r.out_of_bounds == 0);
+  CHECK(*r.run.iters == 20);
+  CHECK(*r.run.warmup_iters == 5);
+  CHECK(*r.run.agg_iters == 1);
+  CHECK(*r.run.max_bytes == 16);
+}
+
+TEST_CASE("parse: nccl-tests -I per-iteration columns") {
+  std::string text =
+      "# Collective test starting: reduce_scatter_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%"
+      "     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%\n"
+      "     1048576        131072     float     sum      -1    20.10   52.17   45.65      0    19.80    21.30    21.10     1.50"
+      "    19.90   52.69   46.10      0    19.70    20.90    20.80     1.20\n";
+  NcclTestsResult r = parse_nccl_tests(text, "i.txt");
+  CHECK(r.op == NcclTestsOp::reduce_scatter);
+  CHECK(r.op_source == "test-start line");
+  REQUIRE(r.rows.size() == 1);
+  CHECK(*r.rows[0].out_of_place->i_p99_us == doctest::Approx(21.10));
+  CHECK(*r.rows[0].in_place->i_cv_percent == doctest::Approx(1.20));
+  CHECK(*r.rows[0].in_place->busbw_GBps == doctest::Approx(46.10));
+}
+
+TEST_CASE("parse: every published nccl-tests file parses with its op inferred") {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tests_dir())) {
+    if (e.path().extension() != ".txt") continue;
+    ++files;
+    CAPTURE(e.path().string());
+    NcclTestsResult r = parse_nccl_tests_file(e.path().string());
+    CHECK(r.op != NcclTestsOp::unknown);
+    CHECK(!r.rows.empty());
+    for (const auto& row : r.rows) CHECK(row.out_of_place.has_value());
+  }
+  CHECK(files == 20);
+}
+
+TEST_CASE("parse: nccl-tests published files give the right shape, version and numbers") {
+  auto dgx = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt");
+  CHECK(dgx.op == NcclTestsOp::all_reduce);
+  CHECK(dgx.op_source == "filename");
+  CHECK(dgx.n_ranks == 8);
+  CHECK(dgx.n_hosts == 1);
+  CHECK(dgx.gpus_per_node == 8);
+  CHECK(dgx.gpu_model == "NVIDIA H100 80GB HBM3");
+  CHECK(dgx.ranks[0].busid == "0000:19:00");
+  // busbw = algbw x 2(n-1)/n for all_reduce, as printed (rounding of the two columns).
+  for (const auto& row : dgx.rows)
+    if (*row.out_of_place->algbw_GBps > 10) CHECK(*row.out_of_place->busbw_GBps == doctest::Approx(*row.out_of_place->algbw_GBps * 1.75).epsilon(0.002));
+
+  auto cw = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_a100_16n8g_coreweave-2022.txt");
+  CHECK(cw.n_ranks == 5);  // the README shows ranks 0-4 then "..."
+  CHECK(cw.elided);
+  CHECK(cw.n_hosts == 1);
+  CHECK(cw.gpu_model == "NVIDIA A100-SXM4-80GB");
+  CHECK(cw.columns.size() == 12);  // old format: no root column, "error" instead of #wrong
+  CHECK(*cw.rows[1].out_of_place->max_error == doctest::Approx(2e-07));
+  CHECK_FALSE(cw.rows[0].root.has_value());
+
+  auto cs = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt");
+  CHECK(*cs.nccl_version == "2.29.3");  // nccl-library=22903
+  CHECK(cs.op_source == "test-start line");
+  CHECK(*cs.run.n_gpus == 8);
+
+  auto a2a = parse_nccl_tests_file(tests_dir() + "nccl-tests_alltoall_b200_2n8g_vultr-poc.txt");
+  CHECK(a2a.op == NcclTestsOp::alltoall);
+  CHECK(a2a.op_source == "OP line");
+  CHECK_FALSE(a2a.rows.back().in_place->wrong.has_value());
+  CHECK(a2a.rows.back().size_bytes == 17179869184ULL);
+  CHECK(a2a.rows.back().out_of_place->time_us == doctest::Approx(379707));
+
+  auto g = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_gather_b200_1n2g_google-dranet-nvidia-dra.txt");
+  CHECK(g.elided);
+  CHECK(g.rows.size() == 8);
+
+  // Whole issue logs: the op comes from the launcher command line, the version from NCCL's line.
+  auto l = parse_nccl_tests_file(logs_dir() + "nccl-tests-319-hgx-h100-2node-ib-nccl2.26.2.log");
+  CHECK(l.op == NcclTestsOp::all_reduce);
+  CHECK(l.op_source == "command line");
+  CHECK(*l.nccl_version == "2.26.2");
+  CHECK(l.rows.size() == 32);
+  CHECK(*l.avg_busbw_GBps == doctest::Approx(33.4128));
+  auto h = parse_nccl_tests_file(logs_dir() + "nccl-tests-256-h200-topo-dump.txt");
+  CHECK(h.n_ranks == 16);
+  CHECK(h.n_hosts == 2);
+  CHECK(h.gpus_per_node == 8);
+  CHECK(h.rows.size() == 3);
+  CHECK(h.rows[2].in_place->busbw_GBps == doctest::Approx(486.84));
+}
+
+TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
+  CHECK_THROWS_WITH_AS(parse_nccl_tests("", "e.txt"), doctest::Contains("e.txt: empty"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_tests("hello\nworld\n", "g.txt"), doctest::Contains("no nccl-tests column header"),
+                       commstack::InputError);
+  std::string s(kSmall);
+  std::string header_only = s.substr(0, s.find("           8"));
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(header_only, "h.txt"), doctest::Contains("no data rows"), commstack::InputError);
+  std::string truncated = s.substr(0, s.find("28.67"));
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(truncated, "t.txt"), doctest::Contains("t.txt:11:"), commstack::InputError);
+  std::string bad_num = s;
+  bad_num.replace(bad_num.find("29.72"), 5, "29.x2");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(bad_num, "n.txt"), doctest::Contains("n.txt:11: column 'time'"), commstack::InputError);
+  std::string dup = s;
+  dup.replace(dup.find("Rank  1"), 7, "Rank  0");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(dup, "d.txt"), doctest::Contains("d.txt:5: rank line: rank 0 listed twice"),
+                       commstack::InputError);
+  std::string mixed = s;
+  mixed.insert(mixed.find("          16"), "#  Rank  9 Group  0 Pid 1 on x device 0 [0x1] GPU\n");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(mixed, "m.txt"), doctest::Contains("rank line inside the result table"),
+                       commstack::InputError);
+  std::string bad_rank = s;
+  bad_rank.replace(bad_rank.find("Pid   6287"), 10, "Pod   6287");
+  CHECK_THROWS_AS(parse_nccl_tests(bad_rank, "r.txt"), commstack::InputError);
+  std::string wrong = s;
+  wrong.replace(wrong.find("     3\n"), 7, "   1.5\n");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(wrong, "w.txt"), doctest::Contains("whole count or N/A"), commstack::InputError);
+  CHECK_THROWS_AS(parse_nccl_tests_file("/nonexistent/file.txt"), commstack::InputError);
+}

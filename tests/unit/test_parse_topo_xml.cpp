@@ -1,0 +1,104 @@
+// NCCL topology XML parser: the Azure/AWS topology files and NCCL dump excerpts.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "calibration/fit/nccl_topo_xml.hpp"
+#include "common/error.hpp"
+
+using namespace commstack::fit;
+
+namespace {
+std::string logs_dir() { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-logs/"; }
+}  // namespace
+
+TEST_CASE("parse: topo XML AWS p4d (PCI-class GPUs and NICs, 2 GPUs + 1 NIC per switch)") {
+  NodeTopology t = parse_nccl_topo_xml_file(logs_dir() + "aws-p4d-a100-topo.xml");
+  CHECK(t.cpus.size() == 2);
+  CHECK(t.cpus[0].vendor == "GenuineIntel");
+  CHECK(t.gpu_count() == 8);
+  REQUIRE(t.nics.size() == 4);
+  for (const auto& n : t.nics) CHECK(n.gpus_same_switch.size() == 2);
+  CHECK(t.nics[3].gpus_same_switch[0] == 6);
+  CHECK(t.pcis[0].bw_GBps == doctest::Approx(12.0));  // 8 GT/s x16 = 16*60/80
+}
+
+TEST_CASE("parse: topo XML AWS p5 (H100, 4 EFA NICs per GPU switch)") {
+  NodeTopology t = parse_nccl_topo_xml_file(logs_dir() + "aws-p5-h100-topo.xml");
+  CHECK(t.gpu_count() == 8);
+  CHECK(t.gpus[0].sm == 90);
+  CHECK(t.cpus[0].vendor == "AuthenticAMD");
+  REQUIRE(t.nics.size() == 32);
+  CHECK(t.nics[0].speed_Mbps == doctest::Approx(100000));
+  CHECK(t.nics[0].bw_GBps() == doctest::Approx(12.5));
+  CHECK(t.nics[0].gdr);
+  for (const auto& n : t.nics) CHECK(n.gpus_same_switch.size() == 1);
+  CHECK(t.nics[5].gpus_same_switch[0] == 1);
+}
+
+TEST_CASE("parse: topo XML Azure NCv4 (NVLink count and per-GPU bandwidth), NDv4/NDv5, NDv2") {
+  NodeTopology a = parse_nccl_topo_xml_file(logs_dir() + "azure-ncv4-a100pcie-topo.xml");
+  CHECK(a.gpu_count() == 4);
+  CHECK(a.gpus[0].nvlink_count() == 12);
+  CHECK(a.gpus[0].nvlink_bw_GBps() == doctest::Approx(240.0));  // 12 x 20.0 (SM80)
+  CHECK(a.nics.size() == 1);
+  CHECK(a.nics[0].name == "eth0");
+  CHECK(a.nvswitch_targets() == 0);
+  NodeTopology b = parse_nccl_topo_xml_file(logs_dir() + "azure-ndv5-h100-topo.xml");
+  CHECK(b.gpu_count() == 8);
+  CHECK(b.nics.size() == 8);
+  for (const auto& n : b.nics) CHECK(n.gpus_same_switch.size() == 1);
+  CHECK(b.pcis[0].bw_GBps == doctest::Approx(48.0));  // Gen5 x16
+  NodeTopology c = parse_nccl_topo_xml_file(logs_dir() + "azure-ndv4-a100-topo.xml");
+  CHECK(c.gpu_count() == 8);
+  CHECK(c.nics.size() == 8);
+  for (const auto& n : c.nics) CHECK(n.gpus_same_switch.size() == 2);
+  NodeTopology d = parse_nccl_topo_xml_file(logs_dir() + "azure-ndv2-v100-topo.xml");
+  CHECK(d.gpu_count() == 8);
+  CHECK(d.nics.size() == 1);
+  CHECK(d.nics[0].gpus_same_switch.empty());  // the NIC hangs off the CPU, not a switch
+}
+
+TEST_CASE("parse: topo XML dump of an H200 GPU: NVLink via NVSwitch, 18 links x 20.6 GB/s") {
+  const char* xml =
+      "# SOURCE: test fixture written from the nccl-tests#256 dump (section c)\n"
+      "<system version=\"1\">\n"
+      "  <cpu numaid=\"-1\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"207\">\n"
+      "    <pci busid=\"0000:05:00.0\" class=\"0x030200\" vendor=\"0x10de\" device=\"0x2335\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n"
+      "      <gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\">\n"
+      "        <nvlink target=\"fffffff:ff:ff.0\" count=\"18\" tclass=\"0x068000\"/>\n"
+      "      </gpu>\n"
+      "    </pci>\n"
+      "    <pci busid=\"0000:0d:00.0\" class=\"0x020000\" vendor=\"0x15b3\" device=\"0x1021\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">\n"
+      "      <nic>\n"
+      "        <net name=\"mlx5_0\" dev=\"0\" speed=\"400000\" port=\"1\" latency=\"0.000000\" guid=\"0xa8\" maxconn=\"131072\" gdr=\"1\"/>\n"
+      "      </nic>\n"
+      "    </pci>\n"
+      "  </cpu>\n"
+      "</system>\n";
+  NodeTopology t = parse_nccl_topo_xml(xml, "h200.xml");
+  REQUIRE(t.gpu_count() == 1);
+  CHECK(t.gpus[0].nvlink_bw_GBps() == doctest::Approx(370.8));
+  CHECK(t.nvswitch_targets() == 1);
+  REQUIRE(t.nics.size() == 1);
+  CHECK(t.nics[0].name == "mlx5_0");
+  CHECK(t.nics[0].bw_GBps() == doctest::Approx(50.0));
+  CHECK(nccl_nvlink_bw_per_link(100) == doctest::Approx(40.1));
+  CHECK(nccl_nvlink_bw_per_link(80) == doctest::Approx(20.0));
+}
+
+TEST_CASE("parse: topo XML excerpts and garbage are InputErrors naming the line") {
+  // The DGX A100 dump excerpt is fragments, not a document.
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml_file(logs_dir() + "nccl-1505-dgx-a100-topo-dump-excerpts.xml"),
+                       doctest::Contains("excerpts.xml:"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("", "e.xml"), doctest::Contains("empty"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("# header\n<system version=\"1\">\n  <cpu numaid=\"0\">\n", "t.xml"),
+                       doctest::Contains("t.xml:"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("<graphs version=\"1\"/>", "g.xml"), doctest::Contains("<system>"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("<system><cpu numaid=\"x\"/></system>", "n.xml"), doctest::Contains("n.xml:1: <cpu>: attribute numaid"),
+                       commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("<system><cpu numaid=\"0\"/></system>", "z.xml"), doctest::Contains("no GPU"),
+                       commstack::InputError);
+  CHECK_THROWS_AS(parse_nccl_topo_xml("\n\n<system>\n<cpu>\n<pci busid=\"1\" class=\"0x030200\"><gpu sm=\"ninety\"/></pci></cpu></system>", "s.xml"),
+                  commstack::InputError);
+}
