@@ -290,6 +290,7 @@ void parse_table_line(std::string_view msg, int line, NcclLog& log, TableState& 
       st.algos.push_back(a);
     }
     st.header_for_block = true;
+    st.protos.clear();  // a new block: its Protocol line must follow
     return;
   }
   if (head == "Protocol") {
@@ -309,7 +310,7 @@ void parse_table_line(std::string_view msg, int line, NcclLog& log, TableState& 
     if (st.protos.size() < st.algos.size() * 3) bad("tuning table: fewer protocol columns than 3 per algorithm");
     return;
   }
-  if (st.protos.empty()) bad("tuning table row before its 'Protocol' header");
+  if (st.protos.empty() || st.protos.size() < st.algos.size() * 3) bad("tuning table row before its 'Protocol' header");
   if (head == "Max NThreads") {
     if (c.size() - 1 != st.algos.size() * 3) bad("tuning table 'Max NThreads': expected 3 values per algorithm (truncated?)");
     for (std::size_t i = 1; i < c.size(); ++i)

@@ -1,0 +1,175 @@
+// Deterministic mutation fuzzer for the measurement parsers in calibration/fit.
+//   commstack_fuzz_parsers <target> <iterations> <max_seconds>
+// target: nccl_tests | osu | repro_mpi | nccl_log | topo_xml. Seeds are the project's copies of
+// published files (calibration/data) plus built-in samples for formats without a published
+// file. Each iteration mutates one seed (byte flips, truncation, insertion of bytes or of
+// tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
+// requires that the parser either returns or throws commstack::InputError. Any other exception
+// fails the run; crashes and memory errors fail it too (ASan in the sanitizer build).
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "calibration/fit/nccl_log.hpp"
+#include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/nccl_topo_xml.hpp"
+#include "calibration/fit/osu.hpp"
+#include "calibration/fit/repro_mpi.hpp"
+#include "calibration/fit/text_lines.hpp"
+#include "common/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace commstack::fit;
+
+namespace {
+
+std::vector<std::string> files_in(const std::string& dir, const std::vector<std::string>& name_parts) {
+  std::vector<std::string> paths;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    for (const auto& part : name_parts)
+      if (name.find(part) != std::string::npos) {
+        paths.push_back(e.path().string());
+        break;
+      }
+  }
+  std::sort(paths.begin(), paths.end());  // directory order is not deterministic
+  std::vector<std::string> texts;
+  for (const auto& p : paths) texts.push_back(detail::read_text_file(p));
+  return texts;
+}
+
+const char* kOsuSeeds[] = {
+    "# OSU MPI-CUDA Latency Test v7.3\n# Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)\n# Size          Latency (us)\n"
+    "0                       1.90\n1                       2.12\n1024                    3.40\n4194304               221.45\n",
+    "# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n"
+    "4                       1.85              1.60              2.10        1000\n8                       1.87              1.61"
+    "              2.13        1000\n",
+    "# OSU MPI Bi-Directional Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n1                       3.41\n1048576             24100.55\n"};
+
+const char* kReproSeeds[] = {
+    "#Command-line arguments:  ./bin/mpibenchmark --msizes-list=1,10 --calls-list=MPI_Allreduce --nrep=3\n#MPI calls:\n"
+    "#    MPI_Allreduce\n#@operation=MPI_BOR\n#@datatype=MPI_BYTE\n#@datatype_size_bytes=1\n#@nprocs=4\n#@nrep=3\n"
+    "                 test       nrep        count    runtime_sec\n        MPI_Allreduce          0            1   0.0000109819\n"
+    "        MPI_Allreduce          1            1   0.0000030911\n        MPI_Allreduce          0           10   0.0000040000\n"};
+
+const char* kTokens[] = {"N/A", "-1", "1e309", "nan", "inf", "#", "\n", "|", "/", "<", ">", "...", "  ", "\t", "0x", "Rank",
+                         "# Avg bus bandwidth : ", "NCCL INFO ", " Bytes -> Algo ", "<pci busid=\"x\">", "</cpu>", "\"", "=",
+                         "99999999999999999999", "-", ":", "[", "]", "{", "}", "..", "\r\n", "&amp;", "<!--", "\xff\xfe"};
+
+std::string mutate(const std::string& seed, std::mt19937_64& rng) {
+  std::string s = seed;
+  std::uniform_int_distribution<int> n_ops(1, 8);
+  int ops = n_ops(rng);
+  for (int k = 0; k < ops; ++k) {
+    int kind = static_cast<int>(rng() % 7);
+    std::size_t pos = s.empty() ? 0 : rng() % (s.size() + 1);
+    switch (kind) {
+      case 0:  // flip a byte
+        if (!s.empty()) s[pos % s.size()] = static_cast<char>(s[pos % s.size()] ^ static_cast<char>(1u << (rng() % 8)));
+        break;
+      case 1:  // truncate
+        s.resize(pos);
+        break;
+      case 2:  // insert a random byte
+        s.insert(pos, 1, static_cast<char>(rng() % 256));
+        break;
+      case 3:  // insert a token
+        s.insert(pos, kTokens[rng() % (sizeof(kTokens) / sizeof(kTokens[0]))]);
+        break;
+      case 4: {  // delete a span
+        std::size_t len = rng() % 64;
+        if (pos < s.size()) s.erase(pos, len);
+        break;
+      }
+      case 5: {  // duplicate a line
+        std::size_t a = s.rfind('\n', pos == 0 ? 0 : pos - 1);
+        a = a == std::string::npos ? 0 : a + 1;
+        std::size_t b = s.find('\n', pos);
+        if (b != std::string::npos && b > a) s.insert(b + 1, s.substr(a, b - a + 1));
+        break;
+      }
+      default: {  // replace a digit by another character
+        for (std::size_t i = pos; i < s.size(); ++i)
+          if (s[i] >= '0' && s[i] <= '9') {
+            const char repl[] = "x.-e+ 9";
+            s[i] = repl[rng() % 7];
+            break;
+          }
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s <nccl_tests|osu|repro_mpi|nccl_log|topo_xml> <iterations> <max_seconds>\n", argv[0]);
+    return 2;
+  }
+  const std::string target = argv[1];
+  const long iterations = std::stol(argv[2]);
+  const double max_seconds = std::stod(argv[3]);
+  const std::string data = std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/";
+
+  std::vector<std::string> seeds;
+  std::function<void(const std::string&)> parse;
+  if (target == "nccl_tests") {
+    seeds = files_in(data + "nccl-tests", {".txt"});
+    auto more = files_in(data + "nccl-logs", {"nccl-tests-", "gb200"});
+    seeds.insert(seeds.end(), more.begin(), more.end());
+    parse = [](const std::string& t) { (void)parse_nccl_tests(t, "fuzz"); };
+  } else if (target == "osu") {
+    for (const char* s : kOsuSeeds) seeds.emplace_back(s);
+    parse = [](const std::string& t) { (void)parse_osu(t, "fuzz"); };
+  } else if (target == "repro_mpi") {
+    for (const char* s : kReproSeeds) seeds.emplace_back(s);
+    parse = [](const std::string& t) { (void)parse_repro_mpi(t, "fuzz"); };
+  } else if (target == "nccl_log") {
+    seeds = files_in(data + "nccl-logs", {".log"});
+    parse = [](const std::string& t) {
+      try {
+        (void)parse_nccl_log(t, "fuzz");
+      } catch (const commstack::InputError&) {
+      }
+      (void)parse_nccl_log(t, "fuzz", {true});
+    };
+  } else if (target == "topo_xml") {
+    seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
+    parse = [](const std::string& t) { (void)parse_nccl_topo_xml(t, "fuzz"); };
+  } else {
+    std::fprintf(stderr, "unknown target '%s'\n", target.c_str());
+    return 2;
+  }
+  if (seeds.empty()) {
+    std::fprintf(stderr, "no seed files found under %s\n", data.c_str());
+    return 2;
+  }
+
+  std::mt19937_64 rng(0xC0FFEEu);  // fixed seed: the same inputs every run
+  const auto start = std::chrono::steady_clock::now();
+  long done = 0, accepted = 0, rejected = 0;
+  for (; done < iterations; ++done) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > max_seconds) break;
+    const std::string& seed = seeds[static_cast<std::size_t>(rng() % seeds.size())];
+    std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)] : mutate(seed, rng);
+    try {
+      parse(input);
+      ++accepted;
+    } catch (const commstack::InputError&) {
+      ++rejected;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "iteration %ld: unexpected exception (not InputError): %s\n", done, e.what());
+      return 1;
+    }
+  }
+  std::printf("fuzz %s: %ld inputs (%zu seeds), %ld parsed, %ld rejected with InputError\n", target.c_str(), done, seeds.size(),
+              accepted, rejected);
+  return 0;
+}
