@@ -1,6 +1,8 @@
 // Broadcast and reduce as NCCL runs them: a pipelined chain along each channel's ring, starting
 // at the root (broadcast) or ending at it (reduce). Each channel carries S/channels bytes, cut
-// into chunks; chunk k crosses edge i after it crossed edge i-1 and after chunk k-1 crossed edge i.
+// into chunks; chunk k crosses edge i after it arrived over edge i-1 and after chunk k-1 was sent
+// over edge i (latencies of consecutive chunks overlap).
+#include <algorithm>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
@@ -33,20 +35,26 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
     const int base = graph.size();
 
     if (level != Fidelity::chunk) {
-      // One flow per edge with all K chunks. The pipeline is accounted for analytically: edge i
-      // starts when the first chunk has crossed edges 0..i-1 (uncontended), then pays K latencies.
-      double fill = 0;
+      // One flow per edge with all K chunks; the pipeline is accounted for analytically. Identical
+      // chunks through edges with per-chunk times p_j = chunk / B_j and latencies a_j (a flow
+      // shop) finish edge i at sum_{j<=i} (a_j + p_j) + (K-1) max_{j<=i} p_j (uncontended B_j). The
+      // flow for edge i is delayed so that, moving its K chunks at B_i, it ends exactly there.
+      double fill = 0;    // sum_{j<i} (a_j + p_j): first chunk reaches edge i
+      double p_max = 0;   // max_{j<=i} p_j
       for (int i = 0; i < edges; ++i) {
         Flow f;
         f.src = chain[static_cast<std::size_t>(i)];
         f.dst = chain[static_cast<std::size_t>(i) + 1];
         f.bytes = chunk * K;
         f.add_route_latency = false;
-        const double alpha = routes.latency(f.src, f.dst) + ovh;
-        f.extra_latency_s = fill + K * alpha;
+        const double a = routes.latency(f.src, f.dst) + ovh;
+        const double p = chunk / routes.bandwidth(f.src, f.dst);
+        p_max = std::max(p_max, p);
+        f.delay_s = fill + (K - 1) * (p_max - p);
+        f.extra_latency_s = a;
         f.group = spec.group;
         graph.add_flow(f);
-        fill += alpha + chunk / routes.bandwidth(f.src, f.dst);
+        fill += a + p;
       }
       continue;
     }
@@ -65,7 +73,7 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
     }
     for (int i = 0; i < edges; ++i) {
       for (int k = 0; k < K; ++k) {
-        if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k));
+        if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k), Dep::sent);
         if (i > 0) graph.add_dependency(id(i - 1, k), id(i, k));
       }
     }

@@ -29,13 +29,12 @@ void add_alltoall(FlowGraph& graph, const topologies::Topology& /*topo*/, const 
   }
 }
 
-void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
-                  int chunks) {
+void add_sendrecv(FlowGraph& graph, const topologies::Topology& /*topo*/, const CollectiveSpec& spec,
+                  Fidelity level, int chunks) {
   const int n = static_cast<int>(spec.ranks.size());
   if (n < 2) return;
   const int K = chunks;
   const double chunk = spec.bytes / spec.channels / K;
-  RouteInfo routes(topo);
   for (int c = 0; c < spec.channels; ++c) {
     for (int r = 0; r < n; ++r) {
       Flow f;
@@ -43,8 +42,9 @@ void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const Coll
       f.dst = spec.ranks[static_cast<std::size_t>((r + 1) % n)];
       f.group = spec.group;
       if (level != Fidelity::chunk) {
+        // Chunks follow each other on the connection and their latencies overlap: one flow.
         f.bytes = chunk * K;
-        f.extra_latency_s = K * spec.step_overhead_s + (K - 1) * routes.latency(f.src, f.dst);
+        f.extra_latency_s = spec.step_overhead_s;
         graph.add_flow(f);
         continue;
       }
@@ -53,7 +53,7 @@ void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const Coll
       int prev = -1;
       for (int k = 0; k < K; ++k) {
         const int id = graph.add_flow(f);
-        if (prev >= 0) graph.add_dependency(prev, id);
+        if (prev >= 0) graph.add_dependency(prev, id, Dep::sent);
         prev = id;
       }
     }

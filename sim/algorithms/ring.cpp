@@ -27,7 +27,8 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
 
     if (level == Fidelity::edge) {
       // One flow per edge carrying every step's bytes; its latency is steps * chunks * (alpha +
-      // overhead), i.e. the steps are assumed back to back on the edge (lock-step ring).
+      // overhead): in a ring every step waits for the previous step's data from upstream, so the
+      // step latencies add up (lock-step ring; the slowest edge decides, as in the finer levels).
       for (int i = 0; i < n; ++i) {
         Flow f;
         f.src = src(i);
@@ -42,7 +43,8 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     }
 
     if (level == Fidelity::step) {
-      // Flow (i, s) = edge i, step s: all K chunks of the step, their K latencies paid up front.
+      // Flow (i, s) = edge i, step s: all K chunks of the step; the K chunk loops each pay the
+      // step latency, so the flow carries K latencies (the Simulator adds one route latency).
       auto id = [&](int i, int s) { return base + i * steps + s; };
       for (int i = 0; i < n; ++i) {
         for (int s = 0; s < steps; ++s) {
@@ -58,7 +60,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
       for (int i = 0; i < n; ++i) {
         const int prev = (i + n - 1) % n;
         for (int s = 1; s < steps; ++s) {
-          graph.add_dependency(id(i, s - 1), id(i, s));     // the edge sends one step at a time
+          graph.add_dependency(id(i, s - 1), id(i, s), Dep::sent);  // one step at a time per edge
           graph.add_dependency(id(prev, s - 1), id(i, s));  // the block arrived from the predecessor
         }
       }
@@ -86,10 +88,10 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
       for (int k = 0; k < K; ++k) {
         for (int s = 0; s < steps; ++s) {
           if (s > 0) {
-            graph.add_dependency(id(i, k, s - 1), id(i, k, s));
+            graph.add_dependency(id(i, k, s - 1), id(i, k, s), Dep::sent);
             graph.add_dependency(id(prev, k, s - 1), id(i, k, s));
           } else if (k > 0) {
-            graph.add_dependency(id(i, k - 1, steps - 1), id(i, k, 0));
+            graph.add_dependency(id(i, k - 1, steps - 1), id(i, k, 0), Dep::sent);
           }
         }
       }

@@ -6,7 +6,7 @@
 namespace commstack::sim {
 
 int FlowGraph::add_flow(const Flow& flow) {
-  if (flow.bytes < 0 || flow.extra_latency_s < 0 || flow.group < 0) {
+  if (!(flow.bytes >= 0) || !(flow.extra_latency_s >= 0) || !(flow.delay_s >= 0) || flow.group < 0) {
     throw std::logic_error("FlowGraph::add_flow: negative bytes, latency or group");
   }
   flows_.push_back(flow);
@@ -14,11 +14,12 @@ int FlowGraph::add_flow(const Flow& flow) {
   return size() - 1;
 }
 
-void FlowGraph::add_dependency(int before, int after) {
+void FlowGraph::add_dependency(int before, int after, Dep kind) {
   if (before < 0 || after < 0 || before >= size() || after >= size() || before == after) {
     throw std::logic_error("FlowGraph::add_dependency: bad flow id");
   }
-  edges_.emplace_back(before, after);
+  if (after > (1 << 30)) throw std::logic_error("FlowGraph: too many flows");
+  edges_.push_back(Edge{before, after, kind});
 }
 
 FlowGraph::Adjacency FlowGraph::adjacency() const {
@@ -26,7 +27,7 @@ FlowGraph::Adjacency FlowGraph::adjacency() const {
   const auto n = flows_.size();
   adj.offsets.assign(n + 1, 0);
   adj.predecessor_count.assign(n, 0);
-  for (auto [b, a] : edges_) {
+  for (auto [b, a, k] : edges_) {
     ++adj.offsets[static_cast<std::size_t>(b) + 1];
     ++adj.predecessor_count[static_cast<std::size_t>(a)];
   }
@@ -34,7 +35,9 @@ FlowGraph::Adjacency FlowGraph::adjacency() const {
   adj.successors.resize(edges_.size());
   std::vector<int> fill(adj.offsets.begin(), adj.offsets.end() - 1);
   // Edges are visited in insertion order, so successor order (and thus the run) is deterministic.
-  for (auto [b, a] : edges_) adj.successors[static_cast<std::size_t>(fill[static_cast<std::size_t>(b)]++)] = a;
+  for (auto [b, a, k] : edges_) {
+    adj.successors[static_cast<std::size_t>(fill[static_cast<std::size_t>(b)]++)] = 2 * a + (k == Dep::sent ? 1 : 0);
+  }
   return adj;
 }
 

@@ -8,24 +8,34 @@
 
 namespace commstack::sim {
 
+// A flow's life: ready (all dependencies met) -> waits delay_s -> its bytes cross the route at
+// the flow's max-min fair share ("sent": the sender's link is free again) -> after the latency
+// (route latency + extra_latency_s) the data has arrived. Latency does not occupy links, so
+// pipelined chunks overlap their latencies, as NCCL's FIFO slots do.
 struct Flow {
   int src = -1;   // GPU rank (Topology numbering) that sends
   int dst = -1;   // GPU rank that receives; src == dst is a local no-op flow
   double bytes = 0;
-  // Latency paid before the bytes move, on top of the route latency (Topology::path_latency) the
-  // Simulator adds itself. Used for per-step software overhead and for latency that coarse
-  // fidelity levels account for analytically (several steps folded into one flow).
+  // Latency after the transfer, on top of the route latency (Topology::path_latency) that the
+  // Simulator adds itself: per-step software overhead, or latency that a coarse fidelity level
+  // accounts for analytically (several steps folded into one flow).
   double extra_latency_s = 0;
   // When false the route latency is not added (the algorithm already put it in extra_latency_s).
   bool add_route_latency = true;
   int group = 0;  // which collective this flow belongs to (for per-collective finish times)
+  // Wait between ready and the start of the transfer (analytic pipeline fill at coarse fidelity).
+  double delay_s = 0;
 };
+
+// What a dependency waits for: the predecessor's data to arrive (arrival, the default), or only
+// its transfer to finish (sent: the next message on the same connection may go).
+enum class Dep : unsigned char { arrival = 0, sent = 1 };
 
 class FlowGraph {
 public:
   int add_flow(const Flow& flow);
-  // `after` cannot start before `before` has finished.
-  void add_dependency(int before, int after);
+  // `after` cannot start before `before` has arrived (or only been sent).
+  void add_dependency(int before, int after, Dep kind = Dep::arrival);
 
   int size() const { return static_cast<int>(flows_.size()); }
   int group_count() const { return groups_; }
@@ -35,14 +45,20 @@ public:
   // Compressed successor lists and predecessor counts, built on demand (called by the Simulator).
   struct Adjacency {
     std::vector<int> offsets;     // size() + 1 entries
-    std::vector<int> successors;  // successors of flow i: [offsets[i], offsets[i+1])
+    // successors of flow i: [offsets[i], offsets[i+1]), encoded as 2 * id + (kind == Dep::sent)
+    std::vector<int> successors;
     std::vector<std::uint32_t> predecessor_count;
   };
   Adjacency adjacency() const;
 
 private:
   std::vector<Flow> flows_;
-  std::vector<std::pair<int, int>> edges_;  // (before, after)
+  struct Edge {
+    int before;
+    int after;
+    Dep kind;
+  };
+  std::vector<Edge> edges_;
   int groups_ = 0;
 };
 

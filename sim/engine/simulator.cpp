@@ -49,6 +49,7 @@ struct Simulator::Impl {
   std::vector<simgrid::s4u::CommPtr> graveyard;  // completed comms, freed at the next completion
   std::vector<double> ready_s;
   std::vector<double> start_s;
+  std::vector<double> sent_s;
   std::vector<double> group_end_s;
   std::vector<FlowRecord>* records = nullptr;
   long long finished = 0;
@@ -56,16 +57,16 @@ struct Simulator::Impl {
 
   void launch(int id, double now);
   void start_transfer(int id);
-  void finish(int id);
+  void sent(int id);     // transfer done: release Dep::sent successors, start the latency
+  void arrived(int id);  // latency done: release Dep::arrival successors
+  void release(int id, int kind_bit, double now);
 };
 
 void Simulator::Impl::launch(int id, double now) {
   const Flow& f = graph->flow(id);
-  double latency = f.extra_latency_s;
-  if (f.add_route_latency && f.src != f.dst) latency += zone->route_latency(f.src, f.dst);
   ready_s[static_cast<std::size_t>(id)] = now;
-  if (latency > 0) {
-    simgrid::kernel::timer::Timer::set(now + latency, [this, id] { start_transfer(id); });
+  if (f.delay_s > 0) {
+    simgrid::kernel::timer::Timer::set(now + f.delay_s, [this, id] { start_transfer(id); });
   } else {
     start_transfer(id);
   }
@@ -78,9 +79,8 @@ void Simulator::Impl::start_transfer(int id) {
   // SimGrid payloads are whole bytes; fractional bytes (coarse fidelity of tiny messages) round.
   const auto bytes = static_cast<std::uint64_t>(std::llround(f.bytes));
   if (f.src == f.dst || bytes == 0) {
-    // Nothing crosses a link: done now. Deferred through a timer so that long chains of empty
-    // flows do not recurse.
-    simgrid::kernel::timer::Timer::set(now, [this, id] { finish(id); });
+    // Nothing crosses a link. Deferred through a timer so that chains of empty flows do not recurse.
+    simgrid::kernel::timer::Timer::set(now, [this, id] { sent(id); });
     return;
   }
   auto comm = simgrid::s4u::Comm::sendto_init(zone->host(f.src), zone->host(f.dst));
@@ -90,22 +90,43 @@ void Simulator::Impl::start_transfer(int id) {
   comm->start();
 }
 
-void Simulator::Impl::finish(int id) {
+void Simulator::Impl::release(int id, int kind_bit, double now) {
+  const int b = adj.offsets[static_cast<std::size_t>(id)];
+  const int e = adj.offsets[static_cast<std::size_t>(id) + 1];
+  for (int k = b; k < e; ++k) {
+    const int code = adj.successors[static_cast<std::size_t>(k)];
+    if ((code & 1) != kind_bit) continue;
+    const int s = code >> 1;
+    if (--adj.predecessor_count[static_cast<std::size_t>(s)] == 0) launch(s, now);
+  }
+}
+
+void Simulator::Impl::sent(int id) {
+  const double now = simgrid::s4u::Engine::get_clock();
+  const Flow& f = graph->flow(id);
+  sent_s[static_cast<std::size_t>(id)] = now;
+  release(id, 1, now);
+  double latency = f.extra_latency_s;
+  if (f.add_route_latency && f.src != f.dst) latency += zone->route_latency(f.src, f.dst);
+  if (latency > 0) {
+    simgrid::kernel::timer::Timer::set(now + latency, [this, id] { arrived(id); });
+  } else {
+    arrived(id);
+  }
+}
+
+void Simulator::Impl::arrived(int id) {
   const double now = simgrid::s4u::Engine::get_clock();
   const Flow& f = graph->flow(id);
   ++finished;
   auto& gend = group_end_s[static_cast<std::size_t>(f.group)];
   if (now > gend) gend = now;
   if (records != nullptr) {
-    records->push_back(FlowRecord{id, f.src, f.dst, f.bytes, ready_s[static_cast<std::size_t>(id)] - t0,
-                                  start_s[static_cast<std::size_t>(id)] - t0, now - t0, f.group});
+    const auto i = static_cast<std::size_t>(id);
+    records->push_back(FlowRecord{id, f.src, f.dst, f.bytes, ready_s[i] - t0, start_s[i] - t0, sent_s[i] - t0,
+                                  now - t0, f.group});
   }
-  const int b = adj.offsets[static_cast<std::size_t>(id)];
-  const int e = adj.offsets[static_cast<std::size_t>(id) + 1];
-  for (int k = b; k < e; ++k) {
-    const int s = adj.successors[static_cast<std::size_t>(k)];
-    if (--adj.predecessor_count[static_cast<std::size_t>(s)] == 0) launch(s, now);
-  }
+  release(id, 0, now);
 }
 
 Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std::make_unique<Impl>()) {
@@ -131,7 +152,7 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
     auto& slot = impl->live[static_cast<std::size_t>(id)];
     impl->graveyard.push_back(std::move(slot));
     slot = nullptr;
-    impl->finish(id);
+    impl->sent(id);
   });
 }
 
@@ -156,6 +177,7 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   s.live.assign(n, nullptr);
   s.ready_s.assign(n, 0);
   s.start_s.assign(n, 0);
+  s.sent_s.assign(n, 0);
   s.group_end_s.assign(static_cast<std::size_t>(graph.group_count()), 0);
   std::vector<FlowRecord> records;
   s.records = record_flows ? &records : nullptr;

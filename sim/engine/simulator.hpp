@@ -5,8 +5,8 @@
 // of the simulated clock.
 //
 // Model (docs/simulator.md): CM02 max-min fair sharing, no cross-traffic, no TCP window cap;
-// links carry bandwidth only and a flow first waits its route latency (plus the flow's extra
-// latency), then transfers its bytes at its fair share of every link on its route.
+// links carry bandwidth only; a flow transfers its bytes at its fair share of every link on its
+// route, then its data arrives after the route latency (plus the flow's extra latency).
 #include <memory>
 #include <vector>
 
@@ -15,7 +15,7 @@
 
 namespace commstack::sim {
 
-// One executed flow. ready: all predecessors done; start: latency paid, bytes start moving; end: done.
+// One executed flow (see Flow): ready, transfer start, transfer end (sent), arrival (end).
 struct FlowRecord {
   int id = -1;
   int src = -1;
@@ -23,6 +23,7 @@ struct FlowRecord {
   double bytes = 0;
   double ready_s = 0;
   double start_s = 0;
+  double sent_s = 0;
   double end_s = 0;
   int group = 0;
 };

@@ -67,7 +67,7 @@ TEST_CASE("sim: allgather and reducescatter equal (n-1)/n S/B + (n-1) alpha") {
   }
 }
 
-TEST_CASE("sim: broadcast and reduce chains equal (n-2+K)(alpha + S/(K B))") {
+TEST_CASE("sim: broadcast and reduce chains equal (n-1) alpha + (n-2+K) S/(K B)") {
   auto topo = testing::star(64, B, h);
   Simulator sim(topo);
   for (int n : {2, 3, 8, 64}) {
@@ -85,7 +85,8 @@ TEST_CASE("sim: broadcast and reduce chains equal (n-2+K)(alpha + S/(K B))") {
             FlowGraph g;
             const CollectivePlan plan = add_collective(g, topo, spec);
             const int k = plan.chunks;
-            const double expect = (n - 2.0 + k) * (alpha + S / k / B);
+            // Pipelined chain: chunk latencies overlap, the link is busy K chunk times after the fill.
+            const double expect = (n - 1.0) * alpha + (n - 2.0 + k) * S / k / B;
             CAPTURE(n);
             CAPTURE(S);
             CAPTURE(K);
@@ -135,11 +136,13 @@ TEST_CASE("sim: channels split the bytes and per-step overhead adds per step") {
   FlowGraph g;
   add_collective(g, topo, spec);
   CHECK(sim.run(g).duration_s == doctest::Approx(30.0 / 16 * GiB / B + 30 * (alpha + 3e-6)).epsilon(1e-6));
-  // Pipelining on a uniform ring: every chunk step pays alpha, bandwidth unchanged.
+  // Pipelining on a uniform ring (K chunk loops): every step waits for upstream data, so each loop
+  // pays 2n-3 latencies; a loop's first step only waits for the edge, the last arrival adds one:
+  // 2(n-1)/n S/B + (K(2n-3) + 1) alpha.
   spec.channels = 1;
   spec.step_overhead_s = 0;
   spec.chunk_bytes = GiB / 16 / 8;
   FlowGraph g2;
   CHECK(add_collective(g2, topo, spec).chunks == 8);
-  CHECK(sim.run(g2).duration_s == doctest::Approx(30.0 / 16 * GiB / B + 30 * 8 * alpha).epsilon(1e-6));
+  CHECK(sim.run(g2).duration_s == doctest::Approx(30.0 / 16 * GiB / B + (8 * 29 + 1) * alpha).epsilon(1e-6));
 }

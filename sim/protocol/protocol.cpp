@@ -1,0 +1,56 @@
+#include "sim/protocol/protocol.hpp"
+
+#include <algorithm>
+
+namespace commstack::sim::protocol {
+
+using select::Algo;
+using select::Proto;
+
+double wire_efficiency(Proto proto) {
+  switch (proto) {
+    case Proto::ll: return 0.5;             // 4 B data + 4 B flag per 8 B line
+    case Proto::ll128: return 120.0 / 128;  // 120 B data + 8 B flag per 128 B line
+    case Proto::simple: return 1.0;
+  }
+  return 1.0;
+}
+
+std::uint64_t default_buffer_bytes(Proto proto) {
+  switch (proto) {
+    case Proto::ll: return 524288;      // 8 lines/thread x 512 threads x 8 steps x 16 B
+    case Proto::ll128: return 4915200;  // 120 elems/thread x 640 threads x 8 steps x 8 B
+    case Proto::simple: return 4194304;
+  }
+  return 4194304;
+}
+
+double chunk_data_bytes(const ChunkInputs& in) {
+  const std::uint64_t buff = in.buffer_bytes > 0 ? in.buffer_bytes : default_buffer_bytes(in.proto);
+  const std::uint64_t step = buff / kNcclSteps;
+  const bool ring_simple = in.proto == Proto::simple && in.algo == Algo::ring;
+  std::uint64_t chunk = step * (ring_simple ? kNcclSteps / 2 : 1);
+  const std::uint64_t ch = static_cast<std::uint64_t>(std::max(1, in.channels));
+  if (in.algo == Algo::nvls) {
+    // Small calls get smaller chunks so every (channel, head) pair still has work.
+    chunk = std::min<std::uint64_t>(chunk, 131072);
+    const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
+    if (in.bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (in.bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (in.bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  } else if (in.algo == Algo::nvls_tree) {
+    const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
+    if (in.bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+    if (in.bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+    if (in.bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (in.bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  } else if (in.algo == Algo::tree && in.proto == Proto::simple) {
+    const std::uint64_t depth = static_cast<std::uint64_t>(std::max(1, in.tree_depth));
+    while (in.bytes / (ch * chunk) < depth * 8 && chunk > 131072) chunk /= 2;
+    while (in.bytes / (ch * chunk) < depth * 4 && chunk > 65536) chunk /= 2;
+    while (in.bytes / (ch * chunk) < depth && chunk > 32768) chunk /= 2;
+  }
+  return static_cast<double>(chunk) * wire_efficiency(in.proto);
+}
+
+}  // namespace commstack::sim::protocol

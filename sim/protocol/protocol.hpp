@@ -1,0 +1,37 @@
+#pragma once
+// The protocol layer of NCCL's communication stack: what a protocol's wire format costs
+// (LL, LL128, Simple) and how NCCL cuts one call into chunks (src/enqueue.cc calcCollChunking).
+// docs/stack-model.md explains each number.
+#include <cstdint>
+
+#include "sim/select/nccl_types.hpp"
+
+namespace commstack::sim::protocol {
+
+// Fraction of the bytes on the wire that are user data, fixed by the format:
+// LL: 8-byte lines carry 4 B of data + a 4 B flag -> 0.5; LL128: 128-byte lines carry 120 B -> 0.9375;
+// Simple: data only -> 1.
+double wire_efficiency(select::Proto proto);
+
+// NCCL's default per-connection FIFO size (comm->buffSizes): LL 512 KiB, LL128 4,915,200 B,
+// Simple 4 MiB (NCCL_BUFFSIZE). A FIFO has NCCL_STEPS = 8 slots.
+std::uint64_t default_buffer_bytes(select::Proto proto);
+inline constexpr int kNcclSteps = 8;
+
+struct ChunkInputs {
+  select::Algo algo = select::Algo::ring;
+  select::Proto proto = select::Proto::simple;
+  std::uint64_t bytes = 0;  // NCCL's nBytes of the call
+  int channels = 1;
+  int nvls_heads = 1;       // NVLS: GPUs whose memory the switch reduces (local ranks)
+  int tree_depth = 1;       // Tree: depth of the tree (chain inside node + log2 nodes)
+  std::uint64_t buffer_bytes = 0;  // 0 = default_buffer_bytes(proto)
+};
+
+// User-data bytes one channel moves per chunk, following calcCollChunking: Ring/Simple uses
+// stepSize * chunkSteps (4 of 8 slots), NVLS and NVLSTree shrink the chunk for small calls,
+// Tree/Simple halves it until every channel has enough chunks to fill the tree. LL and LL128
+// chunks are one slot, of which wire_efficiency() is data.
+double chunk_data_bytes(const ChunkInputs& in);
+
+}  // namespace commstack::sim::protocol

@@ -1,0 +1,140 @@
+#include "sim/report/sweep.hpp"
+
+#include <nlohmann/json.hpp>
+#include <fmt/format.h>
+
+namespace commstack::sim {
+namespace {
+
+const char* redop(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::allreduce:
+    case CollectiveOp::reducescatter:
+    case CollectiveOp::reduce: return "sum";
+    default: return "none";
+  }
+}
+
+int root_column(const SweepInfo& info) {
+  return info.op == CollectiveOp::broadcast || info.op == CollectiveOp::reduce ? info.root : -1;
+}
+
+// nccl-tests' time format: 2 decimals below 100 us, 1 below 10 ms, none above.
+std::string time_column(double us) {
+  if (us >= 10000.0) return fmt::format("{:7.0f}", us);
+  if (us >= 100.0) return fmt::format("{:7.1f}", us);
+  return fmt::format("{:7.2f}", us);
+}
+
+}  // namespace
+
+SweepSize sweep_size(CollectiveOp op, std::uint64_t requested_bytes, int nranks, int type_size) {
+  const auto ts = static_cast<std::uint64_t>(type_size);
+  const auto n = static_cast<std::uint64_t>(nranks);
+  const std::uint64_t count = requested_bytes / ts;
+  SweepSize s;
+  switch (op) {
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter:
+      s.count = count / n;  // per rank
+      s.bytes = s.count * ts * n;
+      break;
+    case CollectiveOp::alltoall:
+      s.count = count / n * n;
+      s.bytes = s.count * ts;
+      break;
+    default:
+      s.count = count;
+      s.bytes = count * ts;
+  }
+  return s;
+}
+
+std::vector<std::uint64_t> size_sweep(std::uint64_t min_bytes, std::uint64_t max_bytes, std::uint64_t factor) {
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t s = min_bytes;
+  if (s == 0) {
+    sizes.push_back(0);
+    s = 1;
+  }
+  while (s <= max_bytes) {
+    sizes.push_back(s);
+    if (s > max_bytes / factor) break;
+    s *= factor;
+  }
+  return sizes;
+}
+
+void set_bandwidths(SweepPoint& p, CollectiveOp op, int nranks) {
+  if (p.time_s > 0) {
+    p.algbw_GBps = static_cast<double>(p.size.bytes) / 1e9 / p.time_s;
+    p.busbw_GBps = p.algbw_GBps * bus_bandwidth_factor(op, nranks);
+  } else {
+    p.algbw_GBps = p.busbw_GBps = 0;
+  }
+}
+
+std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoint>& points) {
+  std::string out;
+  out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}, {} channel(s)\n",
+                     to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster, info.channels);
+  out += fmt::format(
+      "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
+      "validation: 0 graph: 0\n",
+      info.min_bytes, info.max_bytes, info.step_factor);
+  out += "#\n";
+  out += "#                                                              out-of-place                       in-place\n";
+  out += "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  out += "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+  double bw_sum = 0;
+  for (const auto& p : points) {
+    // The simulator does not distinguish in-place from out-of-place: both columns are the prediction.
+    const std::string perf = fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:>5}", time_column(p.time_s * 1e6), p.algbw_GBps,
+                                         p.busbw_GBps, "N/A");
+    out += fmt::format("{:12}  {:12}  {:>8}  {:>6}  {:6}{}{}\n", p.size.bytes, p.size.count, info.type,
+                       redop(info.op), root_column(info), perf, perf);
+    bw_sum += p.busbw_GBps;
+  }
+  out += "# Out of bounds values : 0 OK\n";
+  out += fmt::format("# Avg bus bandwidth    : {:g}\n", points.empty() ? 0.0 : bw_sum / static_cast<double>(points.size()));
+  out += "#\n";
+  return out;
+}
+
+std::string format_csv(const SweepInfo& info, const std::vector<SweepPoint>& points) {
+  std::string out = "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks\n";
+  for (const auto& p : points) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(info.op), info.nranks, p.size.bytes,
+                       p.size.count, info.type, redop(info.op), root_column(info), p.time_s * 1e6, p.algbw_GBps,
+                       p.busbw_GBps, to_string(p.fidelity), p.flows, p.chunks);
+  }
+  return out;
+}
+
+std::string format_json(const SweepInfo& info, const std::vector<SweepPoint>& points) {
+  nlohmann::ordered_json doc;
+  doc["tool"] = "commstack collective";
+  doc["op"] = to_string(info.op);
+  doc["cluster"] = info.cluster;
+  doc["nranks"] = info.nranks;
+  doc["nodes"] = info.nodes;
+  doc["gpus_per_node"] = info.gpus_per_node;
+  doc["channels"] = info.channels;
+  doc["type"] = info.type;
+  doc["redop"] = redop(info.op);
+  doc["root"] = root_column(info);
+  auto& rows = doc["results"] = nlohmann::ordered_json::array();
+  for (const auto& p : points) {
+    rows.push_back({{"size_bytes", p.size.bytes},
+                    {"count", p.size.count},
+                    {"time_us", p.time_s * 1e6},
+                    {"algbw_GBps", p.algbw_GBps},
+                    {"busbw_GBps", p.busbw_GBps},
+                    {"fidelity", to_string(p.fidelity)},
+                    {"flows", p.flows},
+                    {"chunks", p.chunks}});
+  }
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace commstack::sim

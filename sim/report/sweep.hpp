@@ -1,0 +1,56 @@
+#pragma once
+// One predicted nccl-tests sweep and its renderings: the nccl-tests text table (same header
+// lines and columns as nccl-tests' *_perf binaries), CSV and JSON.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/algorithms/collective.hpp"
+
+namespace commstack::sim {
+
+// nccl-tests' size and count columns for a requested size. nccl-tests works in whole elements:
+// allgather / reducescatter / alltoall round the size down to a multiple of n * type size.
+struct SweepSize {
+  std::uint64_t bytes = 0;  // the size column (what the collective moves, nccl-tests convention)
+  std::uint64_t count = 0;  // the count column (elements; per rank for allgather / reducescatter)
+};
+SweepSize sweep_size(CollectiveOp op, std::uint64_t requested_bytes, int nranks, int type_size);
+
+// min, min*f, min*f^2, ... while <= max (nccl-tests -b/-e/-f). A zero minimum is reported once
+// and the sweep continues from 1 byte.
+std::vector<std::uint64_t> size_sweep(std::uint64_t min_bytes, std::uint64_t max_bytes, std::uint64_t factor);
+
+struct SweepPoint {
+  SweepSize size;
+  double time_s = 0;
+  double algbw_GBps = 0;  // size / time / 1e9
+  double busbw_GBps = 0;  // algbw * bus_bandwidth_factor
+  Fidelity fidelity = Fidelity::chunk;
+  long long flows = 0;
+  int chunks = 1;
+};
+
+struct SweepInfo {
+  CollectiveOp op = CollectiveOp::allreduce;
+  std::string cluster;      // topology name
+  int nranks = 0;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int channels = 1;
+  std::uint64_t min_bytes = 0;
+  std::uint64_t max_bytes = 0;
+  std::uint64_t step_factor = 2;
+  std::string type = "float";
+  int type_size = 4;
+  int root = 0;
+};
+
+// Fills algbw/busbw from time (0 when time is 0).
+void set_bandwidths(SweepPoint& p, CollectiveOp op, int nranks);
+
+std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoint>& points);
+std::string format_csv(const SweepInfo& info, const std::vector<SweepPoint>& points);
+std::string format_json(const SweepInfo& info, const std::vector<SweepPoint>& points);
+
+}  // namespace commstack::sim

@@ -1,0 +1,307 @@
+#include "sim/stack/predict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "sim/protocol/protocol.hpp"
+
+namespace commstack::sim::stack {
+namespace {
+
+using select::Algo;
+using select::Proto;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int ceil_log2(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return l;
+}
+
+// NCCL's topology search only tries these per-channel speeds (GB/s, src/graph/search.cc); the
+// graph values it prints are one of them.
+double snap_to_nccl_speed(double gbps) {
+  static constexpr double kSpeeds[] = {48, 40, 30, 28, 24, 20, 18, 15, 12, 11, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12};
+  for (double s : kSpeeds)
+    if (s <= gbps) return s;
+  return 0.12;
+}
+
+bool tuned(CollectiveOp op) {
+  return op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter ||
+         op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
+}
+
+select::Func func_of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::allreduce: return select::Func::all_reduce;
+    case CollectiveOp::allgather: return select::Func::all_gather;
+    case CollectiveOp::reducescatter: return select::Func::reduce_scatter;
+    case CollectiveOp::broadcast: return select::Func::broadcast;
+    case CollectiveOp::reduce: return select::Func::reduce;
+    default: return select::Func::all_reduce;
+  }
+}
+
+double lat_param(const Profile& p, Proto proto, bool net) {
+  switch (proto) {
+    case Proto::ll: return p[net ? Param::lat_net_ll_us : Param::lat_nvlink_ll_us];
+    case Proto::ll128: return p[net ? Param::lat_net_ll128_us : Param::lat_nvlink_ll128_us];
+    case Proto::simple: return p[net ? Param::lat_net_simple_us : Param::lat_nvlink_simple_us];
+  }
+  return 0;
+}
+
+double cap_param(const Profile& p, Proto proto) {
+  switch (proto) {
+    case Proto::ll: return p[Param::cap_ll_GBps];
+    case Proto::ll128: return p[Param::cap_ll128_GBps];
+    case Proto::simple: return p[Param::cap_simple_GBps];
+  }
+  return 0;
+}
+
+// Sequential steps of one call, by the kind of hop they wait for.
+struct Steps {
+  double intra = 0;  // steps between GPUs of one NVLink domain
+  double inter = 0;  // steps that cross the network
+  double nvls = 0;   // NVLink SHARP rounds
+};
+
+// Bus-byte rates (bytes of S * busfactor per second) each resource allows at line rate, and the
+// efficiency that applies to it. A resource that the algorithm does not use is infinite.
+struct Resources {
+  double intra_Bps = kInf;
+  double inter_Bps = kInf;
+  double eta_intra = 1;
+  double eta_inter = 1;
+};
+
+}  // namespace
+
+select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
+  select::CommShape s;
+  s.n_ranks = geo.ranks;
+  s.n_nodes = geo.nccl_nodes;
+  s.local_ranks = geo.local_ranks;
+  s.min_sm = s.max_sm = geo.sm;
+  // Grace (GH200 / GB200) hosts are Arm; the x86 clusters in the data are Intel or unknown.
+  s.cpu_arch = select::CpuArch::x86;
+  s.cpu_vendor = select::CpuVendor::intel;
+  // NCCL sees NVLink at 20 / 20.6 / 40.1 GB/s per link (topo.h) where the line rate is 25 / 25 / 50:
+  // 80% of the line rate.
+  const double nccl_nvlink_GBps = 0.8 * geo.nvlink_Bps / 1e9;
+  // Channels: two per NIC rail on 8-GPU nodes (16 coll channels on H100, nccl-tests#319 log); one
+  // more doubling where NVLink5 doubles the per-GPU bandwidth (assumption, docs/stack-model.md).
+  int channels = geo.sm >= 100 ? 32 : 16;
+  if (geo.local_ranks <= 4 && geo.sm < 100) channels = std::min(channels, 2 * std::max(2, geo.local_ranks));
+  const double bw_intra = snap_to_nccl_speed(std::min(40.0, nccl_nvlink_GBps / (channels / 2.0)));
+  const double bw_inter =
+      geo.nccl_nodes > 1 ? snap_to_nccl_speed(std::min(bw_intra, geo.nic_domain_Bps / 1e9 / channels)) : bw_intra;
+  const auto inter_type = select::PathType::pix;  // a NIC per GPU on its PCIe switch (GPUDirect RDMA)
+  s.ring = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 4};
+  s.tree = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, geo.nccl_nodes > 1 ? 1 : 3};
+  s.nvls = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 5};
+  s.collnet_direct = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
+  s.collnet_chain = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
+  // NVLink SHARP needs NVSwitch gen3+ (sm >= 90) and more than 2 GPUs in the domain.
+  s.nvls_support = geo.sm >= 90 && geo.local_ranks > 2 && geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
+  s.nvls_channels = channels;
+  s.collnet_support = knobs.collnet;
+  s.n_channels = channels;
+  return s;
+}
+
+Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node, Knobs knobs)
+    : knobs_(std::move(knobs)) {
+  if (nodes < 1) throw InputError(fmt::format("--nodes: expected >= 1, got {}", nodes));
+  if (gpus_per_node < 1 || gpus_per_node > spec.node.gpus)
+    throw InputError(fmt::format("--gpus-per-node: expected 1..{} (cluster {} has {} GPUs per node), got {}",
+                                 spec.node.gpus, spec.name, spec.node.gpus, gpus_per_node));
+  const topologies::Topology topo = topologies::build_topology(spec, nodes, gpus_per_node);
+  geo_.ranks = nodes * gpus_per_node;
+  geo_.nodes = nodes;
+  geo_.gpus_per_node = gpus_per_node;
+  const int domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, nodes));
+  geo_.nccl_nodes = (nodes + domain - 1) / domain;
+  geo_.local_ranks = gpus_per_node * domain;
+  geo_.sm = sm_of_gpu_model(spec.node.gpu_model);
+  if (geo_.sm == 0)
+    throw InputError(fmt::format("cluster {}: node.gpu_model \"{}\" is not a GPU generation the stack model knows "
+                                 "(A100, H100/H200/GH200, B200/GB200)",
+                                 spec.origin, spec.node.gpu_model));
+  geo_.nvlink_Bps = spec.node.gpu_link_bandwidth_Bps;
+  double nic_node = 0, nic_gpu0 = 0;
+  int used = 0;
+  for (const auto& nic : spec.node.nics) {
+    if (spec.node.nic_per_gpu && nic.gpu >= gpus_per_node) continue;
+    nic_node += nic.bandwidth_Bps;
+    if (nic.gpu == 0) nic_gpu0 += nic.bandwidth_Bps;
+    ++used;
+  }
+  if (used == 0 && geo_.nodes > domain)
+    throw InputError(fmt::format("cluster {}: node.nics is empty but the communicator spans {} NVLink domains",
+                                 spec.origin, geo_.nccl_nodes));
+  geo_.nic_domain_Bps = nic_node * domain;
+  geo_.nic_gpu_Bps = nic_gpu0 > 0 ? nic_gpu0 : (used > 0 ? nic_node / gpus_per_node : 0);
+  if (geo_.local_ranks > 1) geo_.route_latency_intra_s = topo.path_latency(topo.route(0, 1));
+  if (geo_.nccl_nodes > 1) geo_.route_latency_inter_s = topo.path_latency(topo.route(0, geo_.local_ranks));
+  shape_ = comm_shape(geo_, knobs_);
+  tables_ = select::tune_model(shape_, knobs_.env);
+}
+
+Prediction Predictor::predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const {
+  if (bytes == 0) throw InputError("size: expected bytes > 0");
+  const int n = geo_.ranks;
+  const int N = geo_.nccl_nodes;
+  const int g = geo_.local_ranks;
+  const double S = static_cast<double>(bytes);
+  const double bf = bus_bandwidth_factor(op, n);
+  const double S_bus = S * bf;
+  Prediction out;
+
+  Algo algo = Algo::ring;
+  Proto proto = Proto::simple;
+  int nch = shape_.n_channels;
+  const bool p2p = !tuned(op);
+  if (n == 1) {
+    out.algorithm = "Local";
+  } else if (!p2p) {
+    select::Selection sel = select::select_algorithm(tables_, shape_, func_of(op), bytes);
+    algo = sel.algo;
+    proto = sel.proto;
+    nch = sel.n_channels;
+    out.algorithm = select::to_string(algo);
+  } else {
+    // Send/receive work: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) per peer, Simple above.
+    const double per_peer = op == CollectiveOp::alltoall ? S / n : S;
+    proto = per_peer <= 16384 ? Proto::ll : Proto::simple;
+    if (knobs_.env.proto) {
+      select::Proto forced;
+      if (select::parse_proto(*knobs_.env.proto, forced)) proto = forced;
+    }
+    out.algorithm = "P2P";
+  }
+  out.proto = proto;
+  out.channels = nch;
+
+  Steps steps;
+  Resources res;
+  const double B_n = geo_.nvlink_Bps;
+  const double B_nic = geo_.nic_domain_Bps;
+  const double tree_egress = N == 2 ? 1.0 : 2.0;  // per node, in units of S (double binary tree)
+  const double eta_p2p = profile[Param::eta_nvlink];
+  const double eta_nvls = profile[Param::eta_nvls];
+  const double eta_nic = profile[Param::eta_nic];
+  res.eta_intra = eta_p2p;
+  res.eta_inter = eta_nic;
+  if (n > 1 && !p2p) {
+    switch (algo) {
+      case Algo::ring:
+      case Algo::pat:
+        if (op == CollectiveOp::allreduce) {
+          steps.inter = N > 1 ? 2.0 * (N - 1) : 0;
+          steps.intra = 2.0 * (n - 1) - steps.inter;
+        } else {
+          steps.inter = N > 1 ? N - 1 : 0;
+          steps.intra = (n - 1) - steps.inter;
+        }
+        if (algo == Algo::pat) {  // log2 aggregated steps instead of n-1
+          steps.inter = N > 1 ? ceil_log2(N) : 0;
+          steps.intra = ceil_log2(g);
+        }
+        // Every rank sends S_bus; a domain's NICs carry S_bus (each channel's ring leaves once).
+        if (g > 1) res.intra_Bps = B_n;
+        if (N > 1) res.inter_Bps = B_nic;
+        break;
+      case Algo::tree:
+        steps.intra = 2.0 * (g - 1);
+        steps.inter = 2.0 * ceil_log2(N);
+        // Chain inside the domain: each GPU sends S up and S down over the two trees.
+        if (g > 1) res.intra_Bps = B_n * S_bus / (2 * S);
+        if (N > 1) res.inter_Bps = B_nic * S_bus / (tree_egress * S);
+        break;
+      case Algo::nvls:
+      case Algo::nvls_tree:
+        steps.nvls = 1;
+        steps.inter = (algo == Algo::nvls_tree || N > 1) ? 2.0 * ceil_log2(N) : 0;
+        // Multimem: each GPU pushes S (reductions) and pulls S (multicast) through its link;
+        // all-gather / reduce-scatter move the bus bytes once.
+        res.intra_Bps = op == CollectiveOp::allreduce ? B_n * bf : B_n;
+        res.eta_intra = eta_nvls;
+        if (N > 1) res.inter_Bps = B_nic * S_bus / (tree_egress * S);
+        break;
+      case Algo::collnet_direct:
+      case Algo::collnet_chain:
+        steps.intra = 2.0 * (g - 1);
+        steps.inter = N > 1 ? 1 : 0;  // one in-network (SHARP) reduction
+        if (g > 1) res.intra_Bps = B_n * S_bus / (2 * S);
+        if (N > 1) res.inter_Bps = B_nic * S_bus / S;
+        break;
+    }
+  } else if (n > 1) {
+    if (op == CollectiveOp::alltoall) {
+      steps.intra = g > 1 ? 1 : 0;
+      steps.inter = N > 1 ? 1 : 0;
+      // Per GPU: (g-1)/n of S over NVLink; per domain: g (n-g)/n of S through the NICs.
+      if (g > 1) res.intra_Bps = S_bus / (S * (g - 1) / n) * B_n;
+      if (N > 1) res.inter_Bps = S_bus / (S * g * (n - g) / n) * B_nic;
+    } else {  // sendrecv: rank r sends S to r+1
+      steps.intra = g > 1 ? 1 : 0;
+      steps.inter = g > 1 ? 0 : 1;
+      if (g > 1)
+        res.intra_Bps = B_n;
+      else
+        res.inter_Bps = geo_.nic_gpu_Bps;
+    }
+  }
+
+  // Chunking: user data per chunk per channel; chunks beyond one per step each pay a FIFO sync.
+  protocol::ChunkInputs ci;
+  ci.algo = algo;
+  ci.proto = proto;
+  ci.bytes = bytes;
+  ci.channels = nch;
+  ci.nvls_heads = g;
+  ci.tree_depth = (g - 1) + ceil_log2(N) + 1;
+  ci.buffer_bytes = proto == Proto::simple ? knobs_.buffsize : 0;
+  out.chunk_bytes = protocol::chunk_data_bytes(ci);
+
+  Breakdown& b = out.breakdown;
+  b.launch_s = profile[Param::launch_us] * 1e-6;
+  if (n > 1) {
+    const double line = std::min(res.intra_Bps, res.inter_Bps);
+    const double transported = std::min(res.intra_Bps * res.eta_intra, res.inter_Bps * res.eta_inter);
+    const double capped = std::min(transported * protocol::wire_efficiency(proto), nch * cap_param(profile, proto) * 1e9);
+    const double total_steps = steps.intra + steps.inter + steps.nvls;
+    const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
+    const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
+    b.algorithm_latency_s = (steps.intra * lat_param(profile, proto, false) + steps.inter * lat_param(profile, proto, true) +
+                             steps.nvls * profile[Param::nvls_latency_us]) *
+                            1e-6;
+    b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
+    b.fabric_bandwidth_s = S_bus / line;
+    b.transport_s = S_bus / transported - S_bus / line;
+    b.protocol_s = (S_bus / capped - S_bus / transported) + extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
+    out.busbw_line_GBps = line / 1e9;
+    out.busbw_achievable_GBps = capped / 1e9;
+  } else {
+    // One rank: NCCL copies the buffer locally (no communication layers).
+    out.busbw_line_GBps = out.busbw_achievable_GBps = 0;
+  }
+  b.contention_s = 0;
+  out.time_s = b.total_s();
+  return out;
+}
+
+Prediction predict(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node, CollectiveOp op,
+                   std::uint64_t bytes, const Profile& profile, const Knobs& knobs) {
+  return Predictor(spec, nodes, gpus_per_node, knobs).predict(op, bytes, profile);
+}
+
+}  // namespace commstack::sim::stack

@@ -1,0 +1,92 @@
+#pragma once
+// The layered predictor of one NCCL collective call (docs/stack-model.md):
+//   time = launch + algorithm latency + fabric latency + fabric bandwidth + transport + protocol + contention
+// Each term is what one layer adds when the layers are switched on one at a time from the bottom
+// (line-rate fabric first), so the terms add up to the total exactly. Which algorithm, protocol
+// and channel count a call uses comes from sim/select (NCCL's own choice) for a communicator
+// shape derived from the cluster, unless the knobs force them.
+#include <cstdint>
+#include <string>
+
+#include "sim/algorithms/collective.hpp"
+#include "sim/select/nccl_env.hpp"
+#include "sim/select/nccl_tuner.hpp"
+#include "sim/stack/profile.hpp"
+#include "topologies/cluster.hpp"
+
+namespace commstack::sim::stack {
+
+struct Knobs {
+  select::NcclEnv env;            // NCCL_ALGO / NCCL_PROTO / NCCL_MIN_CTAS / NCCL_MAX_CTAS / NCCL_NVLS_ENABLE
+  std::uint64_t buffsize = 0;     // NCCL_BUFFSIZE (Simple FIFO bytes); 0 = NCCL's default
+  bool collnet = false;           // a CollNet (SHARP) plugin is loaded
+};
+
+// Where the layers' contributions go. All in seconds.
+struct Breakdown {
+  double launch_s = 0;             // launch layer
+  double algorithm_latency_s = 0;  // software latency of the algorithm's sequential steps
+  double fabric_latency_s = 0;     // wire/switch latency of those steps (topology route latencies)
+  double fabric_bandwidth_s = 0;   // bus bytes at the fabric's line rate (narrowest resource)
+  double transport_s = 0;          // line rate -> what P2P / NET / NVLS transports achieve
+  double protocol_s = 0;           // wire format, per-channel copy cap, per-chunk FIFO sync
+  double contention_s = 0;         // other traffic sharing the links (0: one collective on an idle fabric)
+  // Fixed summation order, so total_s() is the same number everywhere it is computed.
+  double total_s() const {
+    return launch_s + algorithm_latency_s + fabric_latency_s + fabric_bandwidth_s + transport_s + protocol_s +
+           contention_s;
+  }
+};
+
+struct Prediction {
+  double time_s = 0;  // == breakdown.total_s()
+  Breakdown breakdown;
+  std::string algorithm;  // NCCL's name ("Ring", "NVLS", ...) or "P2P" for alltoall/sendrecv
+  select::Proto proto = select::Proto::simple;
+  int channels = 1;
+  double chunk_bytes = 0;         // user data per chunk per channel
+  double busbw_line_GBps = 0;     // bus bandwidth the fabric allows at line rate for this algorithm
+  double busbw_achievable_GBps = 0;  // after transport efficiencies and the protocol (no latency)
+};
+
+// What the predictor knows about the communicator, derived from the cluster (docs/stack-model.md).
+struct CommGeometry {
+  int ranks = 1;
+  int nodes = 1;          // physical nodes
+  int gpus_per_node = 1;
+  int nccl_nodes = 1;     // NVLink domains: NCCL's nNodes (an NVL72 rack is one)
+  int local_ranks = 1;    // ranks per NVLink domain
+  int sm = 90;
+  double nvlink_Bps = 0;  // per GPU per direction, line rate
+  double nic_domain_Bps = 0;  // all NICs of one NVLink domain used by the communicator, line rate
+  double nic_gpu_Bps = 0;     // the NIC(s) of one GPU
+  double route_latency_intra_s = 0;  // GPU -> GPU inside a domain (topology)
+  double route_latency_inter_s = 0;  // GPU -> GPU across domains (topology)
+};
+
+class Predictor {
+public:
+  // Builds the topology once (for route latencies) and NCCL's tuning tables for the shape.
+  // Throws InputError for impossible node / GPU counts.
+  Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node, Knobs knobs = {});
+
+  Prediction predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const;
+
+  const select::CommShape& shape() const { return shape_; }
+  const CommGeometry& geometry() const { return geo_; }
+
+private:
+  CommGeometry geo_;
+  select::CommShape shape_;
+  select::TuneTables tables_;
+  Knobs knobs_;
+};
+
+// One-shot form of Predictor::predict.
+Prediction predict(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node, CollectiveOp op,
+                   std::uint64_t bytes, const Profile& profile, const Knobs& knobs = {});
+
+// NCCL's graph values for a cluster (channels, per-channel bwIntra / bwInter, path types, NVLS).
+select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs);
+
+}  // namespace commstack::sim::stack
