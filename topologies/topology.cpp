@@ -84,10 +84,12 @@ double Topology::path_bandwidth(const Path& path) const {
 Path ShortestPathRouter::route(const Topology& topo, int src_gpu, int dst_gpu) const {
   const int src = topo.gpu_vertex(src_gpu);
   const int dst = topo.gpu_vertex(dst_gpu);
+  if (src == dst) return {};  // the predecessor map has no entry for the source itself
   const auto& g = topo.graph();
   const auto n = static_cast<std::size_t>(topo.vertex_count());
   // Boost BFS records the tree edge that discovered each vertex. Out-edges are visited in
-  // insertion order (vecS), so the result is deterministic.
+  // insertion order (vecS), so the result is deterministic: among shortest paths, each vertex is
+  // reached from the earliest-dequeued neighbour, over its lowest-id link to that neighbour.
   using Edge = Topology::Graph::edge_descriptor;
   std::vector<Edge> via_edge(n);
   auto recorder = boost::make_bfs_visitor(boost::record_edge_predecessors(

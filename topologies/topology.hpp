@@ -113,7 +113,8 @@ private:
   std::shared_ptr<const Router> router_;
 };
 
-// Fallback router: fewest hops (Boost BFS), ties broken by lowest link id. Used for hand-built
+// Fallback router: fewest hops (Boost BFS); ties go to the neighbour BFS dequeued first, then the
+// lowest link id (deterministic). Used for hand-built
 // topologies in tests; real families install an algorithmic router.
 class ShortestPathRouter final : public Router {
 public:
