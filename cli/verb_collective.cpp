@@ -1,5 +1,196 @@
-// placeholder, replaced by the collective work
+// `commstack collective`: predict an nccl-tests sweep (all_reduce_perf & co.) of one collective
+// over every GPU of a cluster, with the SimGrid engine and the ring-family algorithms of sim/.
+#include <charconv>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
 #include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "common/units.hpp"
+#include "sim/algorithms/collective.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/report/sweep.hpp"
+#include "sim/report/trace.hpp"
+#include "topologies/cluster.hpp"
+
 namespace commstack::cli {
-void register_collective(CLI::App& app) { (void)app; }
+namespace {
+
+struct CollectiveOptions {
+  std::string cluster;
+  std::string nodes;
+  std::string gpus_per_node;
+  std::string op = "allreduce";
+  std::string min_bytes = "8";
+  std::string max_bytes = "16G";
+  std::string step_factor = "2";
+  std::string channels = "auto";
+  std::string chunk_bytes = "auto";
+  std::string step_overhead = "0";
+  std::string alltoall_peers = "0";
+  std::string fidelity = "auto";
+  std::string format = "nccl-tests";
+  std::string trace;
+};
+
+// A whole number in [lo, hi] from a flag's text; InputError names the flag otherwise.
+long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) {
+    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
+  }
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
+  return v;
 }
+
+// Default channels: one ring per NIC of a node, so that a multi-node ring uses every NIC (rail);
+// 1 when the topology has no NIC (one node with NVSwitch needs one ring to fill every GPU port).
+int default_channels(const topologies::Topology& topo) {
+  int nics = 0;
+  for (const auto& v : topo.vertices()) {
+    if (v.kind == topologies::VertexKind::nic && v.node == 0) ++nics;
+  }
+  return std::max(1, std::min(nics, 64));
+}
+
+// NCCL's Simple protocol chunk: 4 MiB buffer / 8 FIFO slots = 512 KiB per slot; ring
+// all-reduce / all-gather / reduce-scatter move 4 slots per step (2 MiB), broadcast / reduce one
+// slot; point-to-point flows are not chunked here (a chunked connection only overlaps latencies).
+double default_chunk(sim::CollectiveOp op) {
+  switch (op) {
+    case sim::CollectiveOp::allreduce:
+    case sim::CollectiveOp::allgather:
+    case sim::CollectiveOp::reducescatter: return 2.0 * 1024 * 1024;
+    case sim::CollectiveOp::broadcast:
+    case sim::CollectiveOp::reduce: return 512.0 * 1024;
+    default: return 0;
+  }
+}
+
+void run(const CollectiveOptions& o) {
+  const sim::CollectiveOp op = sim::collective_op_from_string(o.op);
+  const sim::Fidelity fidelity = sim::fidelity_from_string(o.fidelity);
+  const std::uint64_t min_bytes = parse_bytes(o.min_bytes, "--min-bytes");
+  const std::uint64_t max_bytes = parse_bytes(o.max_bytes, "--max-bytes");
+  if (min_bytes > max_bytes) {
+    throw InputError(fmt::format("--min-bytes {} is larger than --max-bytes {}; expected min <= max", o.min_bytes,
+                                 o.max_bytes));
+  }
+  const auto factor = static_cast<std::uint64_t>(parse_int(o.step_factor, "--step-factor", 2, 1 << 20));
+  if (o.format != "nccl-tests" && o.format != "csv" && o.format != "json") {
+    throw InputError(fmt::format("--format: unknown format '{}'; expected nccl-tests, csv or json", o.format));
+  }
+  std::optional<int> nodes;
+  std::optional<int> gpn;
+  if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
+  if (!o.gpus_per_node.empty()) gpn = static_cast<int>(parse_int(o.gpus_per_node, "--gpus-per-node", 1, 1024));
+  const double overhead = parse_latency(o.step_overhead, "--step-overhead");
+  const int peers = static_cast<int>(parse_int(o.alltoall_peers, "--alltoall-peers", 0, 1 << 20));
+
+  const auto spec = topologies::load_cluster(o.cluster);
+  const auto topo = topologies::build_topology(spec, nodes, gpn);
+  const int channels = o.channels == "auto" ? default_channels(topo)
+                                            : static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
+  const double chunk =
+      o.chunk_bytes == "auto" ? default_chunk(op) : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
+
+  sim::CollectiveSpec base;
+  base.op = op;
+  for (int r = 0; r < topo.gpu_count(); ++r) base.ranks.push_back(r);
+  base.channels = channels;
+  base.chunk_bytes = chunk;
+  base.fidelity = fidelity;
+  base.step_overhead_s = overhead;
+  base.max_concurrent_peers = peers;
+  const int n = topo.gpu_count();
+
+  sim::SweepInfo info;
+  info.op = op;
+  info.cluster = topo.name.empty() ? spec.name : topo.name;
+  info.nranks = n;
+  info.nodes = topo.nodes;
+  info.gpus_per_node = topo.gpus_per_node;
+  info.channels = channels;
+  info.min_bytes = min_bytes;
+  info.max_bytes = max_bytes;
+  info.step_factor = factor;
+
+  sim::Simulator simulator(topo);
+  std::vector<sim::SweepPoint> points;
+  std::vector<sim::FlowRecord> last_flows;
+  const auto sizes = sim::size_sweep(min_bytes, max_bytes, factor);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    sim::SweepPoint p;
+    p.size = sim::sweep_size(op, sizes[i], n, info.type_size);
+    sim::CollectiveSpec cs = base;
+    cs.bytes = static_cast<double>(p.size.bytes);
+    sim::FlowGraph graph;
+    // A zero-element collective returns at once in NCCL: nothing to simulate.
+    if (p.size.bytes > 0) {
+      const sim::CollectivePlan plan = sim::add_collective(graph, topo, cs);
+      p.fidelity = plan.fidelity;
+      p.flows = plan.flows;
+      p.chunks = plan.chunks;
+    }
+    const bool record = !o.trace.empty() && i + 1 == sizes.size();
+    sim::RunResult r = simulator.run(graph, record);
+    p.time_s = r.duration_s;
+    sim::set_bandwidths(p, op, n);
+    points.push_back(p);
+    if (record) last_flows = std::move(r.flows);
+  }
+
+  if (!o.trace.empty()) {
+    std::ofstream out(o.trace);
+    if (!out) throw InputError(fmt::format("--trace {}: cannot open the file for writing", o.trace));
+    out << sim::format_trace(topo, last_flows);
+    if (!out) throw InputError(fmt::format("--trace {}: write failed", o.trace));
+  }
+  if (o.format == "csv") {
+    fmt::print("{}", sim::format_csv(info, points));
+  } else if (o.format == "json") {
+    fmt::print("{}", sim::format_json(info, points));
+  } else {
+    fmt::print("{}", sim::format_nccl_tests(info, points));
+  }
+}
+
+}  // namespace
+
+void register_collective(CLI::App& app) {
+  auto o = std::make_shared<CollectiveOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "collective", "Predict an nccl-tests sweep of one collective over all GPUs of a cluster (SimGrid simulation)");
+  sub->add_option("--cluster", o->cluster, "Cluster preset name or cluster JSON file")->required();
+  sub->add_option("--nodes", o->nodes, "Number of nodes (default: the cluster's)");
+  sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: the cluster's)");
+  sub->add_option("--op", o->op,
+                  "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv")
+      ->capture_default_str();
+  sub->add_option("-b,--min-bytes", o->min_bytes, "Smallest size (nccl-tests -b; K/M/G suffixes)")->capture_default_str();
+  sub->add_option("-e,--max-bytes", o->max_bytes, "Largest size (nccl-tests -e)")->capture_default_str();
+  sub->add_option("-f,--step-factor", o->step_factor, "Size multiplication factor (nccl-tests -f), >= 2")
+      ->capture_default_str();
+  sub->add_option("--channels", o->channels, "Parallel rings (auto: one per NIC of a node, at least 1)")
+      ->capture_default_str();
+  sub->add_option("--chunk-bytes", o->chunk_bytes,
+                  "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains; 0: none)")
+      ->capture_default_str();
+  sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
+      ->capture_default_str();
+  sub->add_option("--alltoall-peers", o->alltoall_peers, "alltoall: peers each rank sends to at once (0: all)")
+      ->capture_default_str();
+  sub->add_option("--fidelity", o->fidelity, "auto | chunk | step | edge")->capture_default_str();
+  sub->add_option("--format", o->format, "nccl-tests | csv | json")->capture_default_str();
+  sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size's flows to this file");
+  on_selected(sub, [o] { run(*o); });
+}
+
+}  // namespace commstack::cli
