@@ -1,0 +1,49 @@
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "workloads/compute/compute_model.hpp"
+
+using namespace commstack;
+using namespace commstack::workloads;
+
+TEST_CASE("work: roofline compute time is FLOP-bound for big GEMMs and bandwidth-bound for elementwise ops") {
+  ComputeProfile h100 = builtin_compute_profile("h100-sxm5");
+  Op gemm;
+  gemm.kind = OpKind::compute;
+  gemm.cclass = ComputeClass::gemm;
+  gemm.flops = 2.0 * 8192 * 8192 * 8192;
+  gemm.mem_bytes = 2.0 * 3 * 8192 * 8192;
+  CHECK(compute_time(h100, gemm, Precision::bf16) == doctest::Approx(gemm.flops / 989.4e12));
+  CHECK(compute_time(h100, gemm, Precision::fp8) == doctest::Approx(gemm.flops / 1978.9e12));
+  Op ew;
+  ew.kind = OpKind::compute;
+  ew.cclass = ComputeClass::elementwise;
+  ew.mem_bytes = 1e9;
+  CHECK(compute_time(h100, ew, Precision::bf16) == doctest::Approx(1e9 / 3.35e12));
+  Op coll;
+  coll.kind = OpKind::collective;
+  coll.bytes = 1 << 30;
+  CHECK(compute_time(h100, coll, Precision::bf16) == 0);
+  // Efficiency scales the FLOP term only.
+  ComputeProfile p = parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"test",
+      "peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"gemm":0.5}})"), "prof.json");
+  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(gemm.flops / 0.5e15));
+  CHECK_THROWS_WITH_AS(compute_time(p, gemm, Precision::fp8), doctest::Contains("peak_fp8_flops"), InputError);
+  CHECK_THROWS_WITH_AS(compute_time(builtin_compute_profile("a100-80gb"), gemm, Precision::fp8),
+                       doctest::Contains("fp8"), InputError);
+}
+
+TEST_CASE("work: compute profile parser checks ranges, provenance and unknown fields") {
+  auto parse = [](const char* text) { return parse_compute_profile(nlohmann::json::parse(text), "prof.json"); };
+  CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"","peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10})"),
+                       doctest::Contains("$.provenance"), InputError);
+  CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"p","peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10,
+                               "efficiency":{"gemm":1.5}})"), doctest::Contains("prof.json: $.efficiency.gemm"), InputError);
+  CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"p","peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10,
+                               "efficency":{}})"), doctest::Contains("$.efficency: unknown field"), InputError);
+  CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"p","peak_bf16_flops":-1,"hbm_bytes_per_s":1e12,"memory_bytes":8e10})"),
+                       doctest::Contains("$.peak_bf16_flops"), InputError);
+  CHECK_THROWS_WITH_AS(builtin_compute_profile("tpu"), doctest::Contains("known: a100-80gb"), InputError);
+  CHECK(builtin_compute_profile("h200-sxm").memory_bytes == 141e9);
+}

@@ -1,0 +1,274 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "workloads/flops.hpp"
+#include "workloads/graph/generator.hpp"
+#include "workloads/graph/schedule.hpp"
+#include "workloads/model.hpp"
+
+using namespace commstack::workloads;
+
+namespace {
+
+ModelSpec tiny_gpt() {
+  return parse_model(nlohmann::json::parse(R"({"name":"tiny-gpt","source":"test","layers":8,"hidden":256,"heads":8,
+    "ffn_hidden":1024,"vocab":1024,"seq":128,"mlp":"gelu","norm":"layernorm","position":"learned","bias":true,
+    "tied_embeddings":true,"dropout":true})"), "tiny");
+}
+ModelSpec tiny_moe() {
+  return parse_model(nlohmann::json::parse(R"({"name":"tiny-moe","source":"test","layers":4,"hidden":128,"heads":4,
+    "kv_heads":2,"ffn_hidden":512,"vocab":512,"seq":64,"mlp":"swiglu","norm":"rmsnorm","position":"rope","bias":false,
+    "tied_embeddings":false,"dropout":false,"moe":{"experts":4,"top_k":2,"shared_experts":1,"ffn_hidden":256,
+    "first_dense_layers":1}})"), "tiny");
+}
+ParallelConfig cfg(const ModelSpec& m, const char* text) {
+  ParallelConfig p = parse_parallel(nlohmann::json::parse(text), "par");
+  validate(m, p, -1, "par");
+  return p;
+}
+
+// Whole-job dependency graph: op deps, send -> recv, and one vertex per collective instance that
+// every participant's deps feed and that every participant waits for. A cycle = a deadlock.
+bool job_is_acyclic(const OpGraph& g) {
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  std::map<std::pair<int, int>, int> instance_vertex;
+  std::map<std::tuple<int, int, std::int64_t>, int> send_of;
+  const int n = static_cast<int>(g.ops.size());
+  int next = n;
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::collective && !instance_vertex.contains({op.communicator, op.instance})) {
+      instance_vertex[{op.communicator, op.instance}] = next++;
+    }
+    if (op.kind == OpKind::send) send_of[{op.rank, op.peer, op.tag}] = op.id;
+  }
+  G graph(static_cast<std::size_t>(next));
+  for (const Op& op : g.ops) {
+    const int target = op.kind == OpKind::collective ? instance_vertex[{op.communicator, op.instance}] : op.id;
+    for (int d : op.deps) boost::add_edge(static_cast<std::size_t>(d), static_cast<std::size_t>(target), graph);
+    if (op.kind == OpKind::collective) boost::add_edge(static_cast<std::size_t>(target), static_cast<std::size_t>(op.id), graph);
+    if (op.kind == OpKind::recv) {
+      auto it = send_of.find({op.peer, op.rank, op.tag});
+      REQUIRE(it != send_of.end());
+      boost::add_edge(static_cast<std::size_t>(it->second), static_cast<std::size_t>(op.id), graph);
+    }
+  }
+  std::vector<std::size_t> order;
+  try {
+    boost::topological_sort(graph, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    return false;
+  }
+  return true;
+}
+
+std::vector<const Op*> ops_named(const OpGraph& g, int rank, const std::string& name) {
+  std::vector<const Op*> out;
+  for (const Op& op : g.ops) {
+    if (op.rank == rank && name == op.name) out.push_back(&op);
+  }
+  return out;
+}
+
+double compute_flops(const OpGraph& g) {
+  double f = 0;
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::compute && op.phase != Phase::optimizer) f += op.flops;
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("work: 1F1B schedule runs one F and one B per micro-batch with warm-up depth pp-1-stage") {
+  for (int m : {2, 4, 8}) {
+    for (int s = 0; s < 4; ++s) {
+      auto steps = pipeline_schedule(4, s, m, 1);
+      CHECK(steps.size() == static_cast<std::size_t>(2 * m));
+      std::set<std::pair<bool, int>> seen;
+      for (const auto& st : steps) seen.insert({st.forward, st.micro_batch});
+      CHECK(seen.size() == static_cast<std::size_t>(2 * m));
+      CHECK(forwards_before_first_backward(steps) == std::min(4 - s, m));
+      // Backward of micro-batch i never precedes its forward.
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        if (steps[i].forward) continue;
+        auto f = std::find(steps.begin(), steps.end(), ScheduleStep{true, steps[i].micro_batch, 0});
+        CHECK(f < steps.begin() + static_cast<long>(i));
+      }
+    }
+  }
+}
+
+TEST_CASE("work: interleaved schedule follows Megatron's warm-up and chunk order") {
+  const int p = 4, v = 2, m = 8;
+  for (int s = 0; s < p; ++s) {
+    auto steps = pipeline_schedule(p, s, m, v);
+    CHECK(steps.size() == static_cast<std::size_t>(2 * m * v));
+    std::set<std::tuple<bool, int, int>> seen;
+    for (const auto& st : steps) seen.insert({st.forward, st.micro_batch, st.chunk});
+    CHECK(seen.size() == static_cast<std::size_t>(2 * m * v));
+    CHECK(forwards_before_first_backward(steps) == (p - s - 1) * 2 + (v - 1) * p + 1);
+  }
+  auto s0 = pipeline_schedule(p, 0, m, v);
+  // Forward order: micro-batches 0-3 on chunk 0, then 0-3 on chunk 1, then 4-7 on chunk 0, ...
+  CHECK(s0[0] == ScheduleStep{true, 0, 0});
+  CHECK(s0[3] == ScheduleStep{true, 3, 0});
+  CHECK(s0[4] == ScheduleStep{true, 0, 1});
+  CHECK(s0[8] == ScheduleStep{true, 4, 0});
+  // First backward is micro-batch 0 on the last chunk.
+  CHECK(s0[11] == ScheduleStep{false, 0, 1});
+  // m == p: all forwards first.
+  CHECK(forwards_before_first_backward(pipeline_schedule(4, 3, 4, 2)) == 8);
+}
+
+TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic across ranks, FLOPs equal the closed form") {
+  ModelSpec m = tiny_gpt();
+  for (const char* text : {
+           R"({"tp":2,"sequence_parallel":true,"pp":4,"dp":2,"micro_batch":2,"global_batch":16})",
+           R"({"tp":2,"pp":2,"schedule":"interleaved","virtual_stages":2,"dp":2,"zero":1,"micro_batch":1,"global_batch":8,"recompute":"full"})",
+           R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":4,"recompute":"selective"})",
+           R"({"pp":4,"cp":2,"micro_batch":1,"global_batch":4,"overlap_grad_reduce":false,"bucket_params":100000})"}) {
+    INFO(text);
+    ParallelConfig p = cfg(m, text);
+    OpGraph g = generate_op_graph(m, p);
+    CHECK_NOTHROW(check_graph(g));
+    CHECK(job_is_acyclic(g));
+    const std::int64_t mb = p.micro_batches();
+    RankLayout L(p);
+    for (int r : g.ranks) {
+      const int stage = L.coord(r).pp;
+      std::int64_t layers = 0;
+      for (int c = 0; c < p.virtual_stages; ++c) layers += stage_layers(m, p, stage, c).count();
+      CHECK(static_cast<std::int64_t>(ops_named(g, r, "qkv").size()) ==
+            layers * mb * (p.recompute == Recompute::full ? 2 : 1));
+      CHECK(static_cast<std::int64_t>(ops_named(g, r, "qkv.bwd").size()) == layers * mb);
+      CHECK(ops_named(g, r, "optimizer.adam").size() == 1);
+    }
+    const IterationFlops it = iteration_flops(m, p.global_batch, p.seq, p.recompute);
+    CHECK(compute_flops(g) == doctest::Approx(it.hardware).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
+  ModelSpec m = tiny_gpt();
+  const double b = 2, s = 128, h = 256, t = 2;
+  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"pp":2,"dp":2,"micro_batch":2,"global_batch":8,"bucket_params":1000000000})");
+  OpGraph g = generate_op_graph(m, p);
+  for (const char* n : {"tp.all_gather.attn_in", "tp.reduce_scatter.attn_out", "tp.all_gather.mlp_in", "tp.reduce_scatter.mlp_out"}) {
+    auto ops = ops_named(g, 0, n);
+    REQUIRE(!ops.empty());
+    for (const Op* op : ops) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+    CHECK(g.communicators[static_cast<std::size_t>(ops[0]->communicator)].ranks == std::vector<int>{0, 1});
+  }
+  // SP: PP messages are the sequence shard b*s*h*2/t.
+  auto sends = ops_named(g, 0, "pp.send_activation");
+  CHECK(sends.size() == 2);
+  for (const Op* op : sends) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
+  CHECK(sends[0]->peer == 4);
+  // DP: one bucket (huge bucket size) holding every gradient of the stage, all-reduced in bf16 over dp ranks {0, 2}.
+  const ParamCount pc = count_params(m);
+  auto dp = ops_named(g, 0, "dp.grad_bucket");
+  REQUIRE(dp.size() == 1);
+  CHECK(dp[0]->collective == Collective::all_reduce);
+  const double stage0 = 4 * static_cast<double>(pc.attention_per_layer + pc.dense_mlp_per_layer) / t +
+                        static_cast<double>(pc.embedding) / t;
+  CHECK(dp[0]->bytes == static_cast<std::uint64_t>(std::llround(2 * stage0)));
+  CHECK(g.communicators[static_cast<std::size_t>(dp[0]->communicator)].ranks == std::vector<int>{0, 2});
+  // Tied embeddings across stages 0 and 1: V*h/t gradient all-reduce between ranks 0 and 4.
+  auto emb = ops_named(g, 0, "embedding.grad_all_reduce");
+  REQUIRE(emb.size() == 1);
+  CHECK(emb[0]->bytes == static_cast<std::uint64_t>(2 * 1024 * 256 / 2));
+  CHECK(g.communicators[static_cast<std::size_t>(emb[0]->communicator)].ranks == std::vector<int>{0, 4});
+  // Without SP: all-reduce of b*s*h*2 after attention and MLP, PP messages of the full b*s*h*2.
+  ParallelConfig q = cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})");
+  OpGraph g2 = generate_op_graph(m, q);
+  for (const Op* op : ops_named(g2, 0, "tp.all_reduce.attn_out")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+  for (const Op* op : ops_named(g2, 0, "pp.send_activation")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+  // ZeRO-2: gradients reduce-scattered, parameters all-gathered, same total bytes (grads bf16, params bf16).
+  double rs = 0, ag = 0;
+  for (const Op* op : ops_named(g2, 0, "dp.grad_bucket")) {
+    CHECK(op->collective == Collective::reduce_scatter);
+    rs += static_cast<double>(op->bytes);
+  }
+  for (const Op* op : ops_named(g2, 0, "dp.param_gather")) ag += static_cast<double>(op->bytes);
+  CHECK(rs == doctest::Approx(2 * stage0).epsilon(1e-9));
+  CHECK(ag == doctest::Approx(rs));
+}
+
+TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k token copies") {
+  ModelSpec m = tiny_moe();  // h 128, 4 heads, 2 kv heads (d 32), 4 experts top-2
+  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"ep":4,"micro_batch":1,"global_batch":2})");
+  OpGraph g = generate_op_graph(m, p);
+  CHECK_NOTHROW(check_graph(g));
+  CHECK(job_is_acyclic(g));
+  const double sl = 64.0 / 2, kvw = 2 * 32, t = 2;
+  // Forward: cp-1 = 1 step per layer of K and V for this rank's tokens: b*(s/cp)*2*kv*d/t*2 bytes.
+  auto fwd = ops_named(g, 0, "cp.send_kv");
+  std::size_t forward_steps = 0;
+  for (const Op* op : fwd) {
+    if (op->phase == Phase::forward) {
+      ++forward_steps;
+      CHECK(op->bytes == static_cast<std::uint64_t>(sl * 2 * kvw / t * 2));
+    } else {
+      CHECK(op->bytes == static_cast<std::uint64_t>(2 * sl * 2 * kvw / t * 2));  // K/V and their gradients
+    }
+  }
+  CHECK(forward_steps == 4);  // 4 layers x 1 micro-batch x (cp - 1)
+  RankLayout L(p);
+  CHECK(fwd[0]->peer == L.group_of(GroupKind::cp, 0)[1]);
+  // EP: dispatch = tokens of this rank (b*s/cp/t) x top_k x h x 2 bytes, on 4 ranks with the same tp rank.
+  auto a2a = ops_named(g, 0, "ep.dispatch");
+  CHECK(a2a.size() == 3);  // layers 1..3 are MoE
+  for (const Op* op : a2a) CHECK(op->bytes == static_cast<std::uint64_t>(sl / t * 2 * 128 * 2));
+  CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks == L.group_of(GroupKind::ep, 0));
+  CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks.size() == 4);
+  // FLOPs over all ranks still equal the whole-model count.
+  CHECK(compute_flops(g) == doctest::Approx(iteration_flops(m, 2, 64, Recompute::none).hardware).epsilon(1e-12));
+}
+
+TEST_CASE("work: op graph generation is deterministic and representatives cover every stage") {
+  ModelSpec m = tiny_gpt();
+  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"pp":4,"schedule":"interleaved","virtual_stages":2,"dp":2,"micro_batch":1,"global_batch":8})");
+  const std::string a = to_json(generate_op_graph(m, p)).dump();
+  const std::string b = to_json(generate_op_graph(m, p)).dump();
+  CHECK(a == b);
+  RankLayout L(p);
+  GraphOptions o;
+  o.ranks = L.representative_ranks();
+  OpGraph g = generate_op_graph(m, p, o);
+  CHECK(g.ranks == std::vector<int>{0, 4, 8, 12});
+  CHECK_NOTHROW(check_graph(g));
+  // Each representative does 1/(tp*dp) of its stage's work: 4 of them = 1/4 of the total.
+  CHECK(compute_flops(g) * 4 == doctest::Approx(iteration_flops(m, 8, 128, Recompute::none).hardware).epsilon(1e-12));
+}
+
+TEST_CASE("work: the whole-job cycle check catches a send/recv deadlock") {
+  // Two ranks that each wait for the other's message before sending their own.
+  OpGraph g;
+  g.world = 2;
+  g.ranks = {0, 1};
+  auto add = [&](int rank, OpKind kind, int peer, std::int64_t tag, std::vector<int> deps) {
+    Op op;
+    op.id = static_cast<int>(g.ops.size());
+    op.rank = rank;
+    op.kind = kind;
+    op.stream = Stream::pp;
+    op.peer = peer;
+    op.tag = tag;
+    op.deps = std::move(deps);
+    g.ops.push_back(op);
+    return op.id;
+  };
+  int r0 = add(0, OpKind::recv, 1, 1, {});
+  add(0, OpKind::send, 1, 2, {r0});
+  int r1 = add(1, OpKind::recv, 0, 2, {});
+  add(1, OpKind::send, 0, 1, {r1});
+  CHECK_NOTHROW(check_graph(g));
+  CHECK_FALSE(job_is_acyclic(g));
+}

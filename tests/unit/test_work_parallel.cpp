@@ -1,0 +1,101 @@
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallel/layout.hpp"
+#include "workloads/parallel/parallel.hpp"
+
+using namespace commstack;
+using namespace commstack::workloads;
+
+namespace {
+ParallelConfig cfg(const char* text) { return parse_parallel(nlohmann::json::parse(text), "par.json"); }
+}  // namespace
+
+TEST_CASE("work: parallel config parses every field and fills seq from the model") {
+  ParallelConfig p = cfg(R"({"tp":8,"sequence_parallel":true,"pp":4,"schedule":"interleaved","virtual_stages":5,
+     "dp":2,"zero":1,"cp":2,"micro_batch":1,"global_batch":128,"precision":"fp8","recompute":"selective",
+     "order":"tp-cp-ep-dp-pp","overlap_grad_reduce":false,"bucket_params":1000,"grad_dtype":"fp32"})");
+  ModelSpec m = builtin_model("llama3-70b");
+  validate(m, p, 128, "par.json");
+  CHECK(p.seq == 8192);
+  CHECK(p.gpus() == 128);
+  CHECK(p.micro_batches() == 64);
+  CHECK(p.grad_bytes == 4);
+  CHECK(p.precision == Precision::fp8);
+  CHECK(cfg(R"({"micro_batch":1,"global_batch":1,"fsdp":true})").zero == 3);
+}
+
+TEST_CASE("work: parallel validation names the broken rule") {
+  ModelSpec gpt = builtin_model("korthikanti-175b");  // 96 heads, 96 layers
+  ModelSpec llama = builtin_model("llama2-70b");      // 64 heads, 8 kv heads, 80 layers
+  ModelSpec mix = builtin_model("mixtral-8x7b");      // 8 experts
+  auto check = [](const ModelSpec& m, const char* text, int gpus, const char* needle) {
+    ParallelConfig p = cfg(text);
+    CHECK_THROWS_WITH_AS(validate(m, p, gpus, "par.json"), doctest::Contains(needle), InputError);
+  };
+  check(gpt, R"({"tp":7,"micro_batch":1,"global_batch":1})", -1, "does not divide the 96 attention heads");
+  check(llama, R"({"tp":16,"micro_batch":1,"global_batch":1})", -1, "does not divide the 8 key/value heads");
+  check(gpt, R"({"pp":5,"micro_batch":1,"global_batch":1})", -1, "does not divide the 96 layers");
+  check(gpt, R"({"pp":4,"schedule":"interleaved","virtual_stages":5,"micro_batch":1,"global_batch":8})", -1,
+        "pp*virtual_stages = 4*5 = 20");
+  check(gpt, R"({"pp":4,"virtual_stages":2,"micro_batch":1,"global_batch":8})", -1, "needs \"schedule\": \"interleaved\"");
+  check(gpt, R"({"tp":8,"pp":8,"micro_batch":1,"global_batch":64})", 128, "= 64 but the cluster has 128 GPUs");
+  check(gpt, R"({"dp":4,"micro_batch":3,"global_batch":20})", -1, "not a multiple of micro_batch*dp = 3*4");
+  check(gpt, R"({"pp":4,"schedule":"interleaved","virtual_stages":2,"micro_batch":1,"global_batch":6})", -1,
+        "not a multiple of pp = 4");
+  check(gpt, R"({"cp":3,"micro_batch":1,"global_batch":1})", -1, "2*cp = 6 does not divide seq = 2048");
+  check(gpt, R"({"ep":2,"dp":2,"micro_batch":1,"global_batch":2})", -1, "has no experts");
+  check(mix, R"({"ep":3,"dp":3,"micro_batch":1,"global_batch":3})", -1, "does not divide the 8 experts");
+  check(mix, R"({"ep":4,"dp":2,"micro_batch":1,"global_batch":2})", -1, "does not divide dp*cp = 2");
+  check(mix, R"({"tp":2,"micro_batch":1,"global_batch":1})", -1, "need sequence_parallel true");
+  check(gpt, R"({"pp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":2})", -1, "ZeRO-3");
+  CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"tensor_parallel":2})"),
+                       doctest::Contains("par.json: $.tensor_parallel: unknown field"), InputError);
+  CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"zero":4})"), doctest::Contains("$.zero"), InputError);
+  CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"order":"tp-dp-pp"})"), doctest::Contains("exactly once"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"recompute":"some"})"),
+                       doctest::Contains("'some' is not one of: none, selective, full"), InputError);
+  CHECK_THROWS_WITH_AS(cfg(R"({"global_batch":1})"), doctest::Contains("$.micro_batch: missing"), InputError);
+  CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"fsdp":true,"zero":1})"),
+                       doctest::Contains("true means ZeRO-3"), InputError);
+}
+
+TEST_CASE("work: Megatron rank order puts TP innermost, then CP, DP, PP") {
+  ParallelConfig p = cfg(R"({"tp":2,"cp":2,"dp":2,"pp":2,"micro_batch":1,"global_batch":2})");
+  RankLayout L(p);
+  CHECK(L.world() == 16);
+  // rank = tp + 2*(cp + 2*(dp + 2*pp))
+  CHECK(L.rank({1, 1, 1, 1, 0, 0}) == 15);
+  CHECK(L.rank({1, 0, 1, 0, 0, 0}) == 5);
+  for (int r = 0; r < 16; ++r) CHECK(L.rank(L.coord(r)) == r);
+  CHECK(L.group_of(GroupKind::tp, 5) == std::vector<int>{4, 5});
+  CHECK(L.group_of(GroupKind::cp, 5) == std::vector<int>{5, 7});
+  CHECK(L.group_of(GroupKind::dp, 5) == std::vector<int>{1, 5});
+  CHECK(L.group_of(GroupKind::dp_cp, 5) == std::vector<int>{1, 3, 5, 7});
+  CHECK(L.group_of(GroupKind::pp, 5) == std::vector<int>{5, 13});
+  CHECK(L.group_of(GroupKind::embedding, 5) == std::vector<int>{5, 13});
+  CHECK(L.groups(GroupKind::tp).size() == 8);
+  CHECK(L.groups(GroupKind::dp_cp).size() == 4);
+  CHECK(L.representative_ranks() == std::vector<int>{0, 8});
+  // Overridden order: PP innermost.
+  ParallelConfig q = cfg(R"({"tp":2,"pp":4,"order":"pp-tp-dp-cp","micro_batch":1,"global_batch":1})");
+  RankLayout M(q);
+  CHECK(M.group_of(GroupKind::pp, 0) == std::vector<int>{0, 1, 2, 3});
+  CHECK(M.group_of(GroupKind::tp, 0) == std::vector<int>{0, 4});
+}
+
+TEST_CASE("work: expert-parallel groups are blocks of the CP x DP index") {
+  ParallelConfig p = cfg(R"({"tp":2,"sequence_parallel":true,"dp":4,"ep":2,"micro_batch":1,"global_batch":4})");
+  ModelSpec mix = builtin_model("mixtral-8x7b");
+  validate(mix, p, 8, "par.json");
+  RankLayout L(p);
+  // dp index j of rank r = r / 2 (tp innermost); ep rank = j % 2.
+  CHECK(L.group_of(GroupKind::ep, 0) == std::vector<int>{0, 2});
+  CHECK(L.group_of(GroupKind::ep, 5) == std::vector<int>{5, 7});
+  // Expert gradients: same ep rank, every tp and expert-DP index: tp*dp*cp/ep = 4 ranks.
+  CHECK(L.group_of(GroupKind::expert_dp, 0) == std::vector<int>{0, 1, 4, 5});
+  CHECK(L.group_of(GroupKind::expert_dp, 2) == std::vector<int>{2, 3, 6, 7});
+}
