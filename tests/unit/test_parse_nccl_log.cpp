@@ -102,3 +102,32 @@ TEST_CASE("parse: malformed NCCL log lines are InputErrors naming the line") {
   CHECK(ok.choices.empty());
   CHECK(ok.warnings.size() == 1);
 }
+
+#include "calibration/fit/nccl_log_shape.hpp"
+
+TEST_CASE("parse: communicator shape for the selection model from comm and GRAPH lines") {
+  const char* text =
+      "h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
+      "h:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 16, bw 40.000000/24.000000, type NVL/PIX, sameChannels 1\n"
+      "h:1:2 [0] NCCL INFO Pattern 1, crossNic 0, nChannels 16, bw 40.000000/24.000000, type NVL/PIX, sameChannels 1\n"
+      "h:1:2 [0] NCCL INFO Pattern 5, crossNic 0, nChannels 16, bw 30.000000/48.000000, type NVL/PIX, sameChannels 1\n"
+      "h:1:2 [0] NCCL INFO comm 0x5 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
+      "h:1:2 [0] NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer\n";
+  NcclLog log = parse_nccl_log(text, "s.log");
+  auto s = comm_shape_from_log(log, 90, commstack::select::CpuVendor::intel);
+  CHECK(s.n_ranks == 16);
+  CHECK(s.n_nodes == 2);
+  CHECK(s.local_ranks == 8);
+  CHECK(s.ring.bw_inter == doctest::Approx(24.0));
+  CHECK(s.ring.type_inter == commstack::select::PathType::pix);
+  CHECK(s.tree.pattern == 1);
+  CHECK(s.nvls.bw_inter == doctest::Approx(48.0));
+  CHECK(s.nvls_support);
+  CHECK(s.nvls_channels == 16);
+  auto t = commstack::select::tune_model(s);
+  auto sel = commstack::select::select_algorithm(t, s, commstack::select::Func::all_reduce, 1 << 30);
+  CHECK(sel.best_time_us > 0);
+  NcclLog no_graph = parse_nccl_log("h [0] NCCL INFO comm 0x5 rank 0 nRanks 2 nNodes 1\n", "n.log");
+  CHECK_THROWS_WITH_AS(comm_shape_from_log(no_graph, 90, commstack::select::CpuVendor::intel), doctest::Contains("n.log: no ring GRAPH"),
+                       commstack::InputError);
+}
