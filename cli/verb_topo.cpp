@@ -72,7 +72,7 @@ void run(const TopoOptions& o) {
   }
   fmt::print("cluster:          {} ({})\n", s.name, topo::to_string(spec.fabric.kind));
   fmt::print("GPUs:             {} ({} nodes x {})\n", s.gpus, s.nodes, s.gpus_per_node);
-  fmt::print("NVSwitch planes:  {}\n", s.nvswitches);
+  fmt::print("GPU planes:       {} (NVSwitch, or PCIe switch of a PCIe-only node)\n", s.nvswitches);
   fmt::print("NICs:             {}\n", s.nics);
   fmt::print("fabric switches:  {}\n", s.fabric_switches);
   fmt::print("links:            nvlink {}, pcie {}, network {}\n", s.links_nvlink, s.links_pcie, s.links_network);

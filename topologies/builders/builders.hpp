@@ -23,6 +23,9 @@ void build_fat_tree(Topology& topo, const BuildInputs& in);
 void build_torus(Topology& topo, const BuildInputs& in, const std::vector<int>& dims);
 void build_dragonfly(Topology& topo, const BuildInputs& in);
 
+// Refuses shapes whose link count would not fit in memory (InputError naming `what`).
+void check_link_budget(long long links, const BuildInputs& in, const char* what);
+
 // Most balanced factorisation of `nodes` into `count` ring sizes (largest first), used when
 // --nodes changes a torus: minimises the largest ring, then the next, ... (deterministic).
 std::vector<int> balanced_dims(int nodes, int count);

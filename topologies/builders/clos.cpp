@@ -92,12 +92,14 @@ int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b
 
 void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
   const FabricSpec& f = in.spec.fabric;
-  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
   ClosShape s;
   s.rail = rail_optimized;
   s.nics = static_cast<int>(in.nics.size());
   s.nodes_per_unit = f.nodes_per_unit;
-  if (s.nics == 0) return;  // nothing to plug in: validation reports the disconnected nodes
+  if (s.nics == 0) {  // nothing to plug in: validation reports the disconnected nodes
+    build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
+    return;
+  }
   s.units = ceil_div(in.nodes, s.nodes_per_unit);
   s.leaves_per_unit = rail_optimized ? s.nics : 1;
   s.leaves = s.units * s.leaves_per_unit;
@@ -153,6 +155,13 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
     const int spine_up_ports = std::max(1, static_cast<int>(std::ceil(spine_up_bw / f.link_bandwidth_Bps - 1e-9)));
     s.cores_per_group = std::max(1, ceil_div(static_cast<long long>(spine_up_ports) * s.pods, radix));
   }
+
+  check_link_budget(static_cast<long long>(s.leaves) * s.spines_per_pod +
+                        static_cast<long long>(std::max(1, s.pods)) * s.spines_per_pod * std::max(1, s.cores_per_group),
+                    in, "/fabric/switch_radix");
+
+  // The shape is valid: now build (node devices first, so GPU ranks come first in vertex order).
+  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
 
   // Leaves and NIC cables.
   std::vector<int> leaf_v;

@@ -79,7 +79,6 @@ private:
 
 void build_dragonfly(Topology& topo, const BuildInputs& in) {
   const FabricSpec& f = in.spec.fabric;
-  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
   DragonflyShape s;
   s.routers = f.routers_per_group;
   s.nodes_per_router = f.nodes_per_router;
@@ -93,6 +92,10 @@ void build_dragonfly(Topology& topo, const BuildInputs& in) {
                                  (s.groups - 1 + s.routers - 1) / s.routers));
   }
   s.parallel = s.groups > 1 ? static_cast<int>(static_cast<long long>(s.routers) * h / (s.groups - 1)) : 1;
+  check_link_budget(static_cast<long long>(s.groups) * s.routers * (s.routers - 1) / 2 +
+                        static_cast<long long>(s.groups) * (s.groups - 1) / 2 * s.parallel,
+                    in, "/fabric");
+  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
   // Every group gets all its routers (a partially filled last group keeps its shape).
   std::vector<int> router_v;
   for (int g = 0; g < s.groups; ++g) {

@@ -2,6 +2,9 @@
 #include <memory>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "common/error.hpp"
 #include "topologies/builders/builders.hpp"
 #include "topologies/builders/intra_node.hpp"
 
@@ -22,6 +25,14 @@ private:
 };
 
 }  // namespace
+
+void check_link_budget(long long links, const BuildInputs& in, const char* what) {
+  constexpr long long kMaxLinks = 8'000'000;  // ~0.5 GB of graph; 16k-GPU clusters need < 100k
+  if (links > kMaxLinks) {
+    throw InputError(fmt::format("{}: {}: this shape needs {} fabric links, more than the {} the simulator accepts; "
+                                 "expected a smaller cluster", in.origin, what, links, kMaxLinks));
+  }
+}
 
 void build_single(Topology& topo, const BuildInputs& in) {
   IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);

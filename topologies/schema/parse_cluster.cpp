@@ -115,9 +115,11 @@ void parse_torus(ObjectReader& r, FabricSpec& f) {
 }
 
 void parse_dragonfly(ObjectReader& r, FabricSpec& f) {
-  f.routers_per_group = r.integer("routers_per_group", 1, 4096);
-  f.nodes_per_router = r.integer("nodes_per_router", 1, 4096);
-  f.global_links_per_router = r.integer("global_links_per_router", 0, 4096);
+  // Bounds well above real routers (Rosetta: 64 ports, 32 routers per group) that keep the
+  // all-to-all local links of a group within memory.
+  f.routers_per_group = r.integer("routers_per_group", 1, 1024);
+  f.nodes_per_router = r.integer("nodes_per_router", 1, 1024);
+  f.global_links_per_router = r.integer("global_links_per_router", 0, 1024);
 }
 
 FabricSpec parse_fabric(ObjectReader r) {
