@@ -166,3 +166,14 @@ TEST_CASE("topo: dgx-a100 Selene size uses 3 tiers on 40-port switches") {
   CHECK(bisection_bandwidth(t) == doctest::Approx(140 * 8 * 25e9));
   CHECK(gpu_diameter(t) == gpu_diameter_exhaustive(t));
 }
+
+TEST_CASE("topo: 3-tier spine oversubscription 2:1 halves the cross-pod bisection") {
+  // Radix 8, 4 rails: one unit (2 nodes) per pod, so the GPU halves are the two pods.
+  const auto nb = build_topology(small_rail({{"tiers", 3}, {"oversubscription", {1, 1}}}), 4);
+  CHECK(fabric_switches(nb, 3) > 0);
+  CHECK(bisection_bandwidth(nb) == doctest::Approx(8 * 50e9));
+  const auto over = build_topology(small_rail({{"tiers", 3}, {"oversubscription", {1, 2}}}), 4);
+  CHECK(bisection_bandwidth(over) == doctest::Approx(8 * 50e9 / 2));
+  CHECK(over.route(0, 2 * 4).size() == 8);  // rail 0 of pod 0 to rail 0 of pod 1 through a core
+  CHECK(gpu_diameter(over) == gpu_diameter_exhaustive(over));
+}
