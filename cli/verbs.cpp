@@ -15,6 +15,8 @@ void on_selected(CLI::App* sub, VerbAction action) { actions()[sub] = std::move(
 void register_all_verbs(CLI::App& app) {
   register_topo(app);
   register_collective(app);
+  register_validate(app);
+  register_calibrate(app);
 }
 
 void run_selected_verb(CLI::App& app) {

@@ -15,6 +15,8 @@ void on_selected(CLI::App* sub, VerbAction action);
 
 void register_topo(CLI::App& app);
 void register_collective(CLI::App& app);
+void register_validate(CLI::App& app);
+void register_calibrate(CLI::App& app);
 
 void register_all_verbs(CLI::App& app);
 void run_selected_verb(CLI::App& app);

@@ -155,38 +155,56 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   tables_ = select::tune_model(shape_, knobs_.env);
 }
 
-Prediction Predictor::predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const {
+Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const {
   if (bytes == 0) throw InputError("size: expected bytes > 0");
+  Choice c;
+  c.op = op;
+  c.bytes = bytes;
+  c.channels = shape_.n_channels;
+  c.p2p = !tuned(op);
+  const int n = geo_.ranks;
+  if (n == 1) {
+    c.algorithm = "Local";
+  } else if (!c.p2p) {
+    select::Selection sel = select::select_algorithm(tables_, shape_, func_of(op), bytes);
+    c.algo = sel.algo;
+    c.proto = sel.proto;
+    c.channels = sel.n_channels;
+    c.algorithm = select::to_string(c.algo);
+  } else {
+    // Send/receive work: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) per peer, Simple above.
+    const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
+    c.proto = per_peer <= 16384 ? Proto::ll : Proto::simple;
+    if (knobs_.env.proto) {
+      select::Proto forced;
+      if (!select::parse_proto(*knobs_.env.proto, forced))
+        throw InputError(fmt::format("--proto {}: expected LL, LL128 or Simple", *knobs_.env.proto));
+      c.proto = forced;
+    }
+    c.algorithm = "P2P";
+  }
+  return c;
+}
+
+Prediction Predictor::predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const {
+  return evaluate(choose(op, bytes), profile);
+}
+
+Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) const {
+  const CollectiveOp op = choice.op;
+  const std::uint64_t bytes = choice.bytes;
   const int n = geo_.ranks;
   const int N = geo_.nccl_nodes;
   const int g = geo_.local_ranks;
   const double S = static_cast<double>(bytes);
   const double bf = bus_bandwidth_factor(op, n);
   const double S_bus = S * bf;
+  const Algo algo = choice.algo;
+  const Proto proto = choice.proto;
+  const int nch = choice.channels;
+  const bool p2p = choice.p2p;
   Prediction out;
-
-  Algo algo = Algo::ring;
-  Proto proto = Proto::simple;
-  int nch = shape_.n_channels;
-  const bool p2p = !tuned(op);
-  if (n == 1) {
-    out.algorithm = "Local";
-  } else if (!p2p) {
-    select::Selection sel = select::select_algorithm(tables_, shape_, func_of(op), bytes);
-    algo = sel.algo;
-    proto = sel.proto;
-    nch = sel.n_channels;
-    out.algorithm = select::to_string(algo);
-  } else {
-    // Send/receive work: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) per peer, Simple above.
-    const double per_peer = op == CollectiveOp::alltoall ? S / n : S;
-    proto = per_peer <= 16384 ? Proto::ll : Proto::simple;
-    if (knobs_.env.proto) {
-      select::Proto forced;
-      if (select::parse_proto(*knobs_.env.proto, forced)) proto = forced;
-    }
-    out.algorithm = "P2P";
-  }
+  out.algorithm = choice.algorithm;
   out.proto = proto;
   out.channels = nch;
 

@@ -72,6 +72,20 @@ public:
 
   Prediction predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const;
 
+  // The profile-independent half of predict(): NCCL's choice of algorithm, protocol and channels
+  // for the call. Calibration computes it once per measured point and reuses it.
+  struct Choice {
+    CollectiveOp op = CollectiveOp::allreduce;
+    std::uint64_t bytes = 0;
+    std::string algorithm;
+    select::Algo algo = select::Algo::ring;
+    select::Proto proto = select::Proto::simple;
+    int channels = 1;
+    bool p2p = false;
+  };
+  Choice choose(CollectiveOp op, std::uint64_t bytes) const;
+  Prediction evaluate(const Choice& choice, const Profile& profile) const;
+
   const select::CommShape& shape() const { return shape_; }
   const CommGeometry& geometry() const { return geo_; }
 

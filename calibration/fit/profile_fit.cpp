@@ -1,0 +1,334 @@
+#include "calibration/fit/profile_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <boost/math/tools/minima.hpp>
+#include <fmt/format.h>
+
+#include "calibration/fit/nccl_tests.hpp"
+#include "common/error.hpp"
+#include "common/units.hpp"
+
+namespace commstack::fit {
+namespace {
+
+using sim::stack::Param;
+using sim::stack::Profile;
+
+std::optional<sim::CollectiveOp> op_of(NcclTestsOp op) {
+  switch (op) {
+    case NcclTestsOp::all_reduce: return sim::CollectiveOp::allreduce;
+    case NcclTestsOp::all_gather: return sim::CollectiveOp::allgather;
+    case NcclTestsOp::reduce_scatter: return sim::CollectiveOp::reducescatter;
+    case NcclTestsOp::alltoall: return sim::CollectiveOp::alltoall;
+    case NcclTestsOp::broadcast: return sim::CollectiveOp::broadcast;
+    case NcclTestsOp::reduce: return sim::CollectiveOp::reduce;
+    case NcclTestsOp::sendrecv: return sim::CollectiveOp::sendrecv;
+    default: return std::nullopt;
+  }
+}
+
+int parse_int(const std::string& v, const std::string& what) {
+  try {
+    std::size_t pos = 0;
+    int x = std::stoi(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument("trailing");
+    return x;
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("{}: expected an integer, got \"{}\"", what, v));
+  }
+}
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
+  RunSpec spec;
+  const auto at = text.find('@');
+  spec.file = text.substr(0, at);
+  if (spec.file.empty()) throw InputError(fmt::format("{} {}: expected FILE[@key=value,...]", flag, text));
+  if (at == std::string::npos) return spec;
+  spec.knob_text = text.substr(at + 1);
+  std::size_t pos = 0;
+  const std::string rest = spec.knob_text;
+  while (pos <= rest.size()) {
+    auto comma = rest.find(',', pos);
+    const std::string item = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? rest.size() + 1 : comma + 1;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(fmt::format("{} {}: \"{}\" is not key=value", flag, text, item));
+    const std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    const std::string what = fmt::format("{} {}: {}", flag, text, key);
+    if (key == "cluster") {
+      spec.cluster = value;
+    } else if (key == "nodes") {
+      spec.nodes = parse_int(value, what);
+    } else if (key == "gpus_per_node") {
+      spec.gpus_per_node = parse_int(value, what);
+    } else if (key == "op") {
+      spec.op = value;
+    } else if (key == "min_bytes") {
+      spec.min_bytes = parse_bytes(value, what);
+    } else if (key == "max_bytes") {
+      spec.max_bytes = parse_bytes(value, what);
+    } else if (key == "algo") {
+      spec.knobs.env.algo = value;
+    } else if (key == "proto") {
+      spec.knobs.env.proto = value;
+    } else if (key == "min_ctas") {
+      spec.knobs.env.min_ctas = parse_int(value, what);
+    } else if (key == "max_ctas") {
+      spec.knobs.env.max_ctas = parse_int(value, what);
+    } else if (key == "nvls") {
+      spec.knobs.env.nvls_enable = parse_int(value, what);
+      if (spec.knobs.env.nvls_enable != 0 && spec.knobs.env.nvls_enable != 1)
+        throw InputError(fmt::format("{}: expected 0 or 1", what));
+    } else {
+      throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, min_bytes, "
+                                   "max_bytes, algo, proto, min_ctas, max_ctas, nvls)",
+                                   flag, text, key));
+    }
+  }
+  select::validate(spec.knobs.env);
+  return spec;
+}
+
+MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
+  MeasuredRun run;
+  run.file = spec.file;
+  run.knobs = spec.knobs;
+  run.knob_text = spec.knob_text;
+  run.min_bytes = spec.min_bytes;
+  run.max_bytes = spec.max_bytes;
+  NcclTestsOp hint = NcclTestsOp::unknown;
+  if (spec.op) {
+    hint = nccl_tests_op_from_name(*spec.op);
+    if (hint == NcclTestsOp::unknown)
+      throw InputError(fmt::format("{}: op \"{}\" is not an nccl-tests collective", spec.file, *spec.op));
+  }
+  const NcclTestsResult log = parse_nccl_tests_file(spec.file, hint);
+  auto op = op_of(log.op);
+  if (!op)
+    throw InputError(fmt::format("{}: cannot use this run: its collective ({}) is not one the stack model predicts "
+                                 "(all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv); "
+                                 "pass op=... if the file does not say",
+                                 spec.file, to_string(log.op)));
+  run.op = *op;
+  const auto cluster = spec.cluster ? spec.cluster : default_cluster;
+  if (!cluster)
+    throw InputError(fmt::format("{}: cannot use this run: no cluster given (pass --cluster or {}@cluster=NAME)",
+                                 spec.file, spec.file));
+  run.cluster_name = *cluster;
+  run.cluster = topologies::load_cluster(*cluster);
+  if (spec.nodes) {
+    run.nodes = *spec.nodes;
+  } else if (log.n_hosts > 0 && log.ranks_complete) {
+    run.nodes = log.n_hosts;
+  } else {
+    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give the node count "
+                                 "(pass --nodes or nodes=N)",
+                                 spec.file));
+  }
+  if (spec.gpus_per_node) {
+    run.gpus_per_node = *spec.gpus_per_node;
+  } else if (log.gpus_per_node > 0 && log.ranks_complete) {
+    run.gpus_per_node = log.gpus_per_node;
+  } else {
+    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give GPUs per node "
+                                 "(pass --gpus-per-node or gpus_per_node=G)",
+                                 spec.file));
+  }
+  if (run.nodes < 1 || run.gpus_per_node < 1)
+    throw InputError(fmt::format("{}: nodes and GPUs per node must be >= 1", spec.file));
+  if (log.n_ranks > 0 && log.ranks_complete && log.n_ranks != run.nodes * run.gpus_per_node)
+    throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
+                                 log.n_ranks, run.nodes, run.gpus_per_node));
+  for (const auto& row : log.rows) {
+    if (row.size_bytes == 0 || !row.out_of_place) continue;
+    if (spec.min_bytes > 0 && row.size_bytes < spec.min_bytes) continue;
+    if (spec.max_bytes > 0 && row.size_bytes > spec.max_bytes) continue;
+    if (!(row.out_of_place->time_us > 0)) continue;
+    run.bytes.push_back(row.size_bytes);
+    run.measured_us.push_back(row.out_of_place->time_us);
+  }
+  if (run.bytes.empty())
+    throw InputError(fmt::format("{}: cannot use this run: no result row with size > 0 and a positive out-of-place "
+                                 "time{}",
+                                 spec.file, (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
+  return run;
+}
+
+ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
+  sim::stack::Predictor predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs);
+  ValidationResult out;
+  std::vector<double> all, large, small;
+  for (std::size_t i = 0; i < run.bytes.size(); ++i) {
+    ValidationRow row;
+    row.bytes = run.bytes[i];
+    row.measured_us = run.measured_us[i];
+    row.prediction = predictor.predict(run.op, row.bytes, profile);
+    row.predicted_us = row.prediction.time_s * 1e6;
+    row.error_percent = 100.0 * (row.predicted_us - row.measured_us) / row.measured_us;
+    const double ape = std::fabs(row.error_percent);
+    all.push_back(ape);
+    (row.bytes >= (1u << 20) ? large : small).push_back(ape);
+    out.rows.push_back(row);
+  }
+  out.mape_percent = mean(all);
+  out.mape_large_percent = mean(large);
+  out.mape_small_percent = mean(small);
+  out.n_large = static_cast<int>(large.size());
+  out.n_small = static_cast<int>(small.size());
+  const auto& last = out.rows.back();
+  const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
+  out.measured_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.measured_us * 1e-6) / 1e9;
+  out.predicted_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.predicted_us * 1e-6) / 1e9;
+  out.below_hardware = out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
+  return out;
+}
+
+namespace {
+
+struct FitPoint {
+  std::size_t run;
+  sim::stack::Predictor::Choice choice;
+  double measured_s;
+};
+
+struct Objective {
+  const std::vector<std::unique_ptr<sim::stack::Predictor>>& predictors;
+  const std::vector<FitPoint>& points;
+  std::vector<double> run_weight;  // 1 / points of the run
+  const Profile& prior;
+  FitOptions options;
+
+  double data(const Profile& p) const {
+    double sum = 0;
+    const double c2 = options.robust_scale * options.robust_scale;
+    for (const auto& pt : points) {
+      const double pred = predictors[pt.run]->evaluate(pt.choice, p).time_s;
+      const double r = std::log(pred / pt.measured_s);
+      sum += run_weight[pt.run] * c2 * std::log1p(r * r / c2);
+    }
+    return sum;
+  }
+  double prior_term(const Profile& p) const {
+    double sum = 0;
+    for (int i = 0; i < sim::stack::kNumParams; ++i) {
+      const auto& v = p.params[static_cast<std::size_t>(i)];
+      const double z = (std::log(std::max(v.value, 1e-9)) - std::log(std::max(v.prior, 1e-9))) / v.prior_sigma_log;
+      sum += z * z;
+    }
+    return options.prior_weight * sum;
+  }
+  double operator()(const Profile& p) const { return data(p) + prior_term(p); }
+};
+
+}  // namespace
+
+Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, const FitOptions& options) {
+  if (runs.empty()) throw InputError("calibrate: no usable input runs");
+  std::vector<std::unique_ptr<sim::stack::Predictor>> predictors;
+  std::vector<FitPoint> points;
+  std::vector<double> weights;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const auto& run = runs[r];
+    const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
+    if (sm != prior.sm)
+      throw InputError(fmt::format("{}: cannot use this run: cluster {} has sm {} GPUs but the profile being fitted "
+                                   "is for sm {} (fit one GPU generation at a time)",
+                                   run.file, run.cluster_name, sm, prior.sm));
+    predictors.push_back(std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, run.knobs));
+    for (std::size_t i = 0; i < run.bytes.size(); ++i)
+      points.push_back({r, predictors.back()->choose(run.op, run.bytes[i]), run.measured_us[i] * 1e-6});
+    weights.push_back(1.0 / static_cast<double>(run.bytes.size()));
+  }
+  Objective f{predictors, points, weights, prior, options};
+
+  Profile p = prior;
+  p.name = options.name;
+  double best = f(p);
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
+    const double start = best;
+    for (int i = 0; i < sim::stack::kNumParams; ++i) {
+      const auto& info = sim::stack::param_info(i);
+      auto& v = p.params[static_cast<std::size_t>(i)];
+      const double lo = std::log(std::max(info.min, 1e-4));
+      const double hi = std::log(info.max);
+      const double x0 = std::log(std::max(v.value, 1e-4));
+      Profile trial = p;
+      auto g = [&](double x) {
+        trial.params[static_cast<std::size_t>(i)].value = std::exp(x);
+        return f(trial);
+      };
+      auto [x, fx] = boost::math::tools::brent_find_minima(g, std::max(lo, x0 - 2.0), std::min(hi, x0 + 2.0), 40);
+      if (fx < best) {
+        best = fx;
+        v.value = std::exp(x);
+      }
+    }
+    if (start - best < 1e-12) break;
+  }
+
+  // Provenance: which parameters the data constrains (data term moves by > 1e-6 for a 10% change).
+  std::string files;
+  for (const auto& run : runs) files += (files.empty() ? "" : ", ") + run.file;
+  const double base = f.data(p);
+  for (int i = 0; i < sim::stack::kNumParams; ++i) {
+    auto& v = p.params[static_cast<std::size_t>(i)];
+    Profile up = p, down = p;
+    up.params[static_cast<std::size_t>(i)].value *= 1.1;
+    down.params[static_cast<std::size_t>(i)].value /= 1.1;
+    const double sens = std::max(std::fabs(f.data(up) - base), std::fabs(f.data(down) - base));
+    const std::string prior_prov = prior.params[static_cast<std::size_t>(i)].provenance;
+    if (sens > 1e-6)
+      v.provenance = fmt::format("fitted on {} (prior {:.4g}: {})", files, v.prior, prior_prov);
+    else
+      v.provenance = fmt::format("not constrained by the inputs, kept near the prior: {}", prior_prov);
+  }
+
+  p.inputs.clear();
+  p.residuals.clear();
+  double sq = 0, ape = 0;
+  for (const auto& run : runs) {
+    sim::stack::InputRun in;
+    in.file = run.file;
+    in.cluster = run.cluster_name;
+    in.op = sim::to_string(run.op);
+    in.nodes = run.nodes;
+    in.gpus_per_node = run.gpus_per_node;
+    in.points = static_cast<int>(run.bytes.size());
+    in.min_bytes = run.min_bytes;
+    in.max_bytes = run.max_bytes;
+    p.inputs.push_back(in);
+  }
+  for (const auto& pt : points) {
+    const auto& run = runs[pt.run];
+    const double pred = predictors[pt.run]->evaluate(pt.choice, p).time_s;
+    sim::stack::FitResidual r;
+    r.file = run.file;
+    r.bytes = pt.choice.bytes;
+    r.measured_us = pt.measured_s * 1e6;
+    r.predicted_us = pred * 1e6;
+    r.error_percent = 100.0 * (pred - pt.measured_s) / pt.measured_s;
+    sq += std::pow(std::log(pred / pt.measured_s), 2);
+    ape += std::fabs(r.error_percent);
+    p.residuals.push_back(r);
+  }
+  p.fit_rms_log_residual = std::sqrt(sq / static_cast<double>(points.size()));
+  p.fit_mape_percent = ape / static_cast<double>(points.size());
+  return p;
+}
+
+}  // namespace commstack::fit

@@ -1,0 +1,92 @@
+#pragma once
+// From measurements to a calibration profile and back: loading an nccl-tests run together with the
+// cluster it ran on, validating a profile against it (per-size error, MAPE, hardware-bound check),
+// and fitting a profile's parameters to a set of runs (robust least squares on log time with a
+// prior on every parameter). docs/calibration.md describes the objective and its choices.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/algorithms/collective.hpp"
+#include "sim/stack/predict.hpp"
+#include "sim/stack/profile.hpp"
+#include "topologies/cluster.hpp"
+
+namespace commstack::fit {
+
+// One nccl-tests run and everything needed to predict it.
+struct MeasuredRun {
+  std::string file;
+  std::string cluster_name;  // preset name or path, as given
+  topologies::ClusterSpec cluster;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  sim::CollectiveOp op = sim::CollectiveOp::allreduce;
+  sim::stack::Knobs knobs;  // NCCL_* settings the run used (from the input spec)
+  std::string knob_text;    // as given, for provenance
+  std::vector<std::uint64_t> bytes;
+  std::vector<double> measured_us;  // out-of-place time column
+  std::uint64_t min_bytes = 0;      // window applied (0 = none)
+  std::uint64_t max_bytes = 0;
+};
+
+struct RunSpec {
+  std::string file;
+  std::optional<std::string> cluster;
+  std::optional<int> nodes, gpus_per_node;
+  std::optional<std::string> op;
+  std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
+  sim::stack::Knobs knobs;
+  std::string knob_text;
+};
+
+// "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,
+// max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1). Throws InputError naming `flag`.
+RunSpec parse_run_spec(const std::string& text, const std::string& flag);
+
+// Reads the file, resolves the cluster (spec.cluster, else `default_cluster`), nodes and GPUs per
+// node (spec, else the log's rank lines), the op (spec, else the log) and keeps rows inside the
+// window with size > 0. Refuses, with the reason, a run it cannot use.
+MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster);
+
+struct ValidationRow {
+  std::uint64_t bytes = 0;
+  double measured_us = 0;
+  double predicted_us = 0;
+  double error_percent = 0;  // 100 (predicted - measured) / measured
+  sim::stack::Prediction prediction;
+};
+
+struct ValidationResult {
+  std::vector<ValidationRow> rows;
+  double mape_percent = 0;
+  double mape_large_percent = 0;  // sizes >= 1 MiB
+  double mape_small_percent = 0;  // sizes < 1 MiB
+  int n_large = 0;
+  int n_small = 0;
+  // The largest size: measured bus bandwidth and what the model allows there.
+  double measured_busbw_GBps = 0;
+  double predicted_busbw_GBps = 0;
+  bool below_hardware = false;  // measured < kBelowHardwareRatio x predicted at the largest size
+};
+
+// A run whose largest message reaches less than this fraction of the predicted bus bandwidth is
+// flagged as far below what its hardware allows (docs/calibration.md).
+inline constexpr double kBelowHardwareRatio = 0.6;
+
+ValidationResult validate_run(const MeasuredRun& run, const sim::stack::Profile& profile);
+
+struct FitOptions {
+  double robust_scale = 0.1;    // Cauchy loss scale on ln(pred/meas): 10% errors are "normal"
+  double prior_weight = 1e-3;   // weight of one prior standard deviation, relative to one run's mean loss
+  int max_sweeps = 40;
+  std::string name = "fitted";
+};
+
+// Fits every parameter of `prior` (its values are the start and the prior means) to `runs`.
+// Deterministic. Fills inputs, residuals and provenance.
+sim::stack::Profile fit_profile(const std::vector<MeasuredRun>& runs, const sim::stack::Profile& prior,
+                                const FitOptions& options = {});
+
+}  // namespace commstack::fit

@@ -1,0 +1,63 @@
+// commstack calibrate: fit a stack-model profile to nccl-tests runs of one GPU generation and
+// write it as JSON with provenance and residuals.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "calibration/fit/profile_fit.hpp"
+#include "cli/verbs.hpp"
+#include "common/error.hpp"
+
+namespace commstack::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::vector<std::string> inputs;
+  std::optional<std::string> cluster;
+  std::string output;
+  std::optional<std::string> prior;
+  std::string name;
+};
+
+void run_calibrate(const CalibrateOptions& o) {
+  std::vector<fit::MeasuredRun> runs;
+  for (const auto& text : o.inputs) runs.push_back(fit::load_measured_run(fit::parse_run_spec(text, "--input"), o.cluster));
+  int sm = sim::stack::sm_of_gpu_model(runs.front().cluster.node.gpu_model);
+  sim::stack::Profile prior = o.prior ? sim::stack::load_profile(*o.prior) : sim::stack::prior_profile(sm);
+  if (o.prior) {
+    // A fitted profile used as the prior: its values become the prior means.
+    for (auto& v : prior.params) v.prior = v.value;
+  }
+  fit::FitOptions options;
+  options.name = o.name.empty() ? fmt::format("sm{}-fit", prior.sm) : o.name;
+  sim::stack::Profile fitted = fit::fit_profile(runs, prior, options);
+  fitted.description = fmt::format("fitted by commstack calibrate on {} run(s)", runs.size());
+  sim::stack::save_profile(fitted, o.output);
+  fmt::print("wrote {}: {} points from {} run(s), MAPE {:.2f}%, rms ln-residual {:.4f}\n", o.output,
+             fitted.residuals.size(), runs.size(), fitted.fit_mape_percent, fitted.fit_rms_log_residual);
+  for (int i = 0; i < sim::stack::kNumParams; ++i) {
+    const auto& info = sim::stack::param_info(i);
+    const auto& v = fitted.params[static_cast<std::size_t>(i)];
+    fmt::print("  {:<22} {:>10.4g} {:<8} (prior {:.4g})\n", info.name, v.value, info.unit, v.prior);
+  }
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* sub = app.add_subcommand("calibrate", "Fit a stack-model profile to measured nccl-tests runs");
+  sub->add_option("--input", o->inputs,
+                  "nccl-tests output, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op min_bytes max_bytes "
+                  "algo proto min_ctas max_ctas nvls); repeatable")
+      ->required();
+  sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");
+  sub->add_option("--output", o->output, "Profile JSON to write")->required();
+  sub->add_option("--prior", o->prior, "Start from this profile instead of NCCL's constants");
+  sub->add_option("--name", o->name, "Profile name");
+  on_selected(sub, [o] { run_calibrate(*o); });
+}
+
+}  // namespace commstack::cli

@@ -1,0 +1,167 @@
+// commstack validate: predict every size of a measured nccl-tests run with the stack model and
+// print measured vs predicted, the error, NCCL's algorithm/protocol, and the MAPE.
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "calibration/fit/profile_fit.hpp"
+#include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "common/units.hpp"
+
+namespace commstack::cli {
+namespace {
+
+struct ValidateOptions {
+  std::string cluster;
+  std::string measured;
+  std::optional<int> nodes, gpus_per_node;
+  std::optional<std::string> algo, proto, op, profile;
+  std::optional<int> min_channels, max_channels, nvls;
+  std::optional<std::string> min_bytes, max_bytes;
+  std::string format = "text";
+  bool breakdown = false;
+};
+
+std::string breakdown_text(const sim::stack::Breakdown& b) {
+  return fmt::format("launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport {:.2f} protocol {:.2f} "
+                     "contention {:.2f}",
+                     b.launch_s * 1e6, b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6,
+                     b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6, b.protocol_s * 1e6, b.contention_s * 1e6);
+}
+
+nlohmann::json breakdown_json(const sim::stack::Breakdown& b) {
+  return nlohmann::json{{"launch_us", b.launch_s * 1e6},
+                        {"algorithm_latency_us", b.algorithm_latency_s * 1e6},
+                        {"fabric_latency_us", b.fabric_latency_s * 1e6},
+                        {"fabric_bandwidth_us", b.fabric_bandwidth_s * 1e6},
+                        {"transport_us", b.transport_s * 1e6},
+                        {"protocol_us", b.protocol_s * 1e6},
+                        {"contention_us", b.contention_s * 1e6}};
+}
+
+void run_validate(const ValidateOptions& o) {
+  if (o.format != "text" && o.format != "csv" && o.format != "json")
+    throw InputError(fmt::format("--format {}: expected text, csv or json", o.format));
+  fit::RunSpec spec;
+  spec.file = o.measured;
+  spec.cluster = o.cluster;
+  spec.nodes = o.nodes;
+  spec.gpus_per_node = o.gpus_per_node;
+  spec.op = o.op;
+  if (o.min_bytes) spec.min_bytes = parse_bytes(*o.min_bytes, "--min-bytes");
+  if (o.max_bytes) spec.max_bytes = parse_bytes(*o.max_bytes, "--max-bytes");
+  spec.knobs.env.algo = o.algo;
+  spec.knobs.env.proto = o.proto;
+  if (o.min_channels) spec.knobs.env.min_ctas = *o.min_channels;
+  if (o.max_channels) spec.knobs.env.max_ctas = *o.max_channels;
+  if (o.nvls) {
+    if (*o.nvls != 0 && *o.nvls != 1) throw InputError(fmt::format("--nvls {}: expected 0 or 1", *o.nvls));
+    spec.knobs.env.nvls_enable = *o.nvls;
+  }
+  try {
+    select::validate(spec.knobs.env);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--algo/--proto/--min-channels/--max-channels: {}", e.what()));
+  }
+  const fit::MeasuredRun run = fit::load_measured_run(spec, o.cluster);
+  const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
+  const sim::stack::Profile profile = o.profile ? sim::stack::load_profile(*o.profile) : sim::stack::default_profile(sm);
+  if (profile.sm != sm)
+    throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", profile.origin,
+                                 profile.sm, o.cluster, sm));
+  const fit::ValidationResult v = fit::validate_run(run, profile);
+
+  if (o.format == "json") {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : v.rows) {
+      nlohmann::json j{{"bytes", r.bytes},
+                       {"measured_us", r.measured_us},
+                       {"predicted_us", r.predicted_us},
+                       {"error_percent", r.error_percent},
+                       {"algorithm", r.prediction.algorithm},
+                       {"protocol", select::to_string(r.prediction.proto)},
+                       {"channels", r.prediction.channels}};
+      if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
+      rows.push_back(j);
+    }
+    nlohmann::json doc{{"measured", run.file},
+                       {"cluster", o.cluster},
+                       {"op", sim::to_string(run.op)},
+                       {"nodes", run.nodes},
+                       {"gpus_per_node", run.gpus_per_node},
+                       {"profile", profile.name},
+                       {"rows", rows},
+                       {"mape_percent", v.mape_percent},
+                       {"mape_ge_1MiB_percent", v.mape_large_percent},
+                       {"n_ge_1MiB", v.n_large},
+                       {"mape_lt_1MiB_percent", v.mape_small_percent},
+                       {"n_lt_1MiB", v.n_small},
+                       {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
+                       {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
+                       {"below_hardware", v.below_hardware}};
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  const bool csv = o.format == "csv";
+  if (csv) {
+    fmt::print("size,measured_us,predicted_us,error_percent,algorithm,protocol,channels{}\n",
+               o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
+  } else {
+    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, profile {} ({})\n", run.file, o.cluster, run.nodes,
+               run.gpus_per_node, sim::to_string(run.op), profile.name, profile.origin);
+    fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
+  }
+  for (const auto& r : v.rows) {
+    const auto& p = r.prediction;
+    const auto& b = p.breakdown;
+    if (csv) {
+      fmt::print("{},{:.3f},{:.3f},{:.2f},{},{},{}", r.bytes, r.measured_us, r.predicted_us, r.error_percent, p.algorithm,
+                 select::to_string(p.proto), p.channels);
+      if (o.breakdown)
+        fmt::print(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}", b.launch_s * 1e6, b.algorithm_latency_s * 1e6,
+                   b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6, b.protocol_s * 1e6,
+                   b.contention_s * 1e6);
+      fmt::print("\n");
+    } else {
+      fmt::print("{:>12} {:>12.2f} {:>12.2f} {:>8.1f}  {}/{}/{}{}\n", r.bytes, r.measured_us, r.predicted_us,
+                 r.error_percent, p.algorithm, select::to_string(p.proto), p.channels,
+                 o.breakdown ? "  [" + breakdown_text(b) + "]" : "");
+    }
+  }
+  if (v.below_hardware)
+    fmt::print("{}WARNING: at {} the run reaches {:.1f} GB/s bus bandwidth, {:.0f}% of the {:.1f} GB/s this cluster "
+               "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",
+               csv ? "# " : "", format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
+               100 * v.measured_busbw_GBps / v.predicted_busbw_GBps, v.predicted_busbw_GBps);
+  fmt::print("{}MAPE {:.2f}% over {} sizes (>=1MiB: {:.2f}% over {}; <1MiB: {:.2f}% over {})\n", csv ? "# " : "",
+             v.mape_percent, v.rows.size(), v.mape_large_percent, v.n_large, v.mape_small_percent, v.n_small);
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* sub = app.add_subcommand("validate", "Predict a measured nccl-tests run and report the error per size");
+  sub->add_option("--cluster", o->cluster, "Cluster preset or JSON file the run was measured on")->required();
+  sub->add_option("--measured", o->measured, "nccl-tests output file")->required();
+  sub->add_option("--nodes", o->nodes, "Nodes (default: from the log's rank lines)");
+  sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: from the log's rank lines)");
+  sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
+  sub->add_option("--algo", o->algo, "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect)");
+  sub->add_option("--proto", o->proto, "Force protocols like NCCL_PROTO (ll, ll128, simple)");
+  sub->add_option("--min-channels", o->min_channels, "Like NCCL_MIN_CTAS");
+  sub->add_option("--max-channels", o->max_channels, "Like NCCL_MAX_CTAS");
+  sub->add_option("--nvls", o->nvls, "Like NCCL_NVLS_ENABLE (0 or 1)");
+  sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
+  sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");
+  sub->add_option("--profile", o->profile, "Calibration profile (file or shipped name; default: the GPU generation's)");
+  sub->add_option("--format", o->format, "text, csv or json");
+  sub->add_flag("--breakdown", o->breakdown, "Show each layer's contribution");
+  on_selected(sub, [o] { run_validate(*o); });
+}
+
+}  // namespace commstack::cli
