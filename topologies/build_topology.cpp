@@ -1,5 +1,7 @@
 // build_topology(): applies --nodes / --gpus-per-node, dispatches to the family builder and
 // validates the result (connected, so every GPU reaches every GPU).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -13,15 +15,14 @@ namespace {
 constexpr long long kMaxGpus = 1 << 18;  // 262,144 GPUs: far beyond any machine, keeps memory bounded
 
 std::vector<NicSpec> adapt_nics(const ClusterSpec& spec, int gpus) {
-  if (gpus == spec.node.gpus) return spec.node.nics;
-  if (spec.node.nic_per_gpu) {
+  if (spec.node.nic_per_gpu && gpus != spec.node.gpus) {
     std::vector<NicSpec> out;
     const NicSpec proto = spec.node.nics.empty() ? NicSpec{} : spec.node.nics.front();
     for (int g = 0; g < gpus; ++g) out.push_back(NicSpec{g, proto.bandwidth_Bps, proto.latency_s});
     return out;
   }
   for (std::size_t k = 0; k < spec.node.nics.size(); ++k) {
-    if (spec.node.nics[k].gpu >= gpus) {
+    if (spec.node.nics[k].gpu < 0 || spec.node.nics[k].gpu >= gpus) {
       throw InputError(fmt::format("--gpus-per-node {}: {}: /node/nics/gpus/{} attaches a NIC to GPU {}, which a "
                                    "{}-GPU node does not have; expected a GPU count above {}",
                                    gpus, spec.origin, k, spec.node.nics[k].gpu, gpus, spec.node.nics[k].gpu));
@@ -41,6 +42,10 @@ Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes_overri
     throw InputError(fmt::format("--nodes {} x {} GPUs per node: expected at most {} GPUs in total", nodes, gpus, kMaxGpus));
   }
   const std::string origin = spec.origin.empty() ? spec.name : spec.origin;
+  if (spec.node.nvlink_domain_nodes < 1) {
+    throw InputError(fmt::format("{}: /node/nvlink_domain_nodes: expected >= 1, got {}", origin,
+                                 spec.node.nvlink_domain_nodes));
+  }
   builders::BuildInputs in{spec, nodes, gpus, adapt_nics(spec, gpus), origin};
   Topology topo;
   topo.name = fmt::format("{} x {} nodes", spec.name, nodes);
@@ -59,7 +64,11 @@ Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes_overri
     case FabricKind::fat_tree: builders::build_fat_tree(topo, in); break;
     case FabricKind::torus: {
       long long product = 1;
-      for (int k : spec.fabric.dims) product *= k;
+      for (int k : spec.fabric.dims) {
+        if (k < 1) throw InputError(fmt::format("{}: /fabric/dims: expected ring sizes >= 1, got {}", origin, k));
+        product = std::min<long long>(product * k, kMaxGpus + 1);
+      }
+      if (spec.fabric.dims.empty()) throw InputError(fmt::format("{}: /fabric/dims: expected 1 to 6 ring sizes", origin));
       // The file's shape when the count matches; otherwise the most balanced shape with as many dimensions.
       const auto dims = product == nodes ? spec.fabric.dims
                                          : builders::balanced_dims(nodes, static_cast<int>(spec.fabric.dims.size()));

@@ -45,11 +45,11 @@ struct FabricSpec {
   int tiers = 2;                      // 2 or 3; 0 = auto (2 while leaves <= switch_radix, else 3)
   int switch_radix = 64;
   int nodes_per_unit = 32;            // scalable unit (rail-optimized: one leaf per rail per unit)
-  std::vector<double> oversubscription;  // per tier boundary, down:up (1 = non-blocking), leaf first
+  std::vector<double> oversubscription;  // per tier boundary, down:up (1 = non-blocking), leaf first; always 2 entries after parsing
   // torus
   std::vector<int> dims;
   // dragonfly
-  int groups = 0;
+  int groups = 0;                     // not read from JSON: the builder derives it from the node count
   int routers_per_group = 0;
   int nodes_per_router = 0;
   int global_links_per_router = 0;

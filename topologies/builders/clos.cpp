@@ -92,6 +92,9 @@ int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b
 
 void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
   const FabricSpec& f = in.spec.fabric;
+  if (f.nodes_per_unit < 1) {
+    throw InputError(fmt::format("{}: /fabric/nodes_per_unit: expected >= 1, got {}", in.origin, f.nodes_per_unit));
+  }
   ClosShape s;
   s.rail = rail_optimized;
   s.nics = static_cast<int>(in.nics.size());
@@ -107,8 +110,13 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
 
   const int radix = f.switch_radix;
   const double nic_bw = in.nics.front().bandwidth_Bps;
-  const double o_leaf = f.oversubscription.at(0);
-  const double o_spine = f.oversubscription.at(1);
+  // Specs built in code (not parsed) may leave the ratios empty: non-blocking then.
+  const double o_leaf = f.oversubscription.size() > 0 ? f.oversubscription[0] : 1.0;
+  const double o_spine = f.oversubscription.size() > 1 ? f.oversubscription[1] : 1.0;
+  if (!(o_leaf >= 1) || !(o_spine >= 1) || !(f.link_bandwidth_Bps > 0) || radix < 4) {
+    throw InputError(fmt::format("{}: /fabric: expected oversubscription >= 1, link_bandwidth > 0 and switch_radix >= 4",
+                                 in.origin));
+  }
   // Design capacity of a leaf's uplinks: its down capacity divided by the ratio (exact), and the
   // number of switch-to-switch cables that carries it (for port and switch counts).
   const double leaf_up_bw = s.down_ports * nic_bw / o_leaf;

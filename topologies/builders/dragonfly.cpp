@@ -79,6 +79,10 @@ private:
 
 void build_dragonfly(Topology& topo, const BuildInputs& in) {
   const FabricSpec& f = in.spec.fabric;
+  if (f.routers_per_group < 1 || f.nodes_per_router < 1 || f.global_links_per_router < 0) {
+    throw InputError(fmt::format("{}: /fabric: expected routers_per_group >= 1, nodes_per_router >= 1 and "
+                                 "global_links_per_router >= 0", in.origin));
+  }
   DragonflyShape s;
   s.routers = f.routers_per_group;
   s.nodes_per_router = f.nodes_per_router;
