@@ -107,8 +107,10 @@ void run_validate(const ValidateOptions& o) {
     return;
   }
   const bool csv = o.format == "csv";
+  const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   if (csv) {
-    fmt::print("size,measured_us,predicted_us,error_percent,algorithm,protocol,channels{}\n",
+    fmt::print("size,measured_us,predicted_us,error_percent,algorithm,protocol,channels,measured_busbw_GBps,"
+               "predicted_busbw_GBps{}\n",
                o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
   } else {
     fmt::print("# {} on {} ({} nodes x {} GPUs), {}, profile {} ({})\n", run.file, o.cluster, run.nodes,
@@ -119,8 +121,9 @@ void run_validate(const ValidateOptions& o) {
     const auto& p = r.prediction;
     const auto& b = p.breakdown;
     if (csv) {
-      fmt::print("{},{:.3f},{:.3f},{:.2f},{},{},{}", r.bytes, r.measured_us, r.predicted_us, r.error_percent, p.algorithm,
-                 select::to_string(p.proto), p.channels);
+      fmt::print("{},{:.3f},{:.3f},{:.2f},{},{},{},{:.4f},{:.4f}", r.bytes, r.measured_us, r.predicted_us, r.error_percent,
+                 p.algorithm, select::to_string(p.proto), p.channels, r.bytes * bf / r.measured_us / 1e3,
+                 r.bytes * bf / r.predicted_us / 1e3);
       if (o.breakdown)
         fmt::print(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}", b.launch_s * 1e6, b.algorithm_latency_s * 1e6,
                    b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6, b.protocol_s * 1e6,

@@ -151,7 +151,8 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   }
   if (run.nodes < 1 || run.gpus_per_node < 1)
     throw InputError(fmt::format("{}: nodes and GPUs per node must be >= 1", spec.file));
-  if (log.n_ranks > 0 && log.ranks_complete && log.n_ranks != run.nodes * run.gpus_per_node)
+  if ((!spec.nodes || !spec.gpus_per_node) && log.n_ranks > 0 && log.ranks_complete &&
+      log.n_ranks != run.nodes * run.gpus_per_node)
     throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
                                  log.n_ranks, run.nodes, run.gpus_per_node));
   for (const auto& row : log.rows) {

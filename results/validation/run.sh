@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Leave-one-out validation of the stack model on every published nccl-tests run (runs.tsv).
+#   bash results/validation/run.sh [path/to/commstack]      (from the repository root)
+# For each GPU generation it
+#   1. fits the shipped profile calibration/profiles/<gen>.json on all its "fit" runs (in-sample),
+#   2. for each run, fits a profile WITHOUT that run and validates the run with it (out-of-sample);
+#      a generation with a single run is split by size: fit on the smaller half, predict the
+#      larger half, and vice versa (both halves' predictions are out-of-sample),
+#   3. validates "outlier" runs with the full profile (they are never fitted),
+# then writes <id>.csv (size, measured, predicted, error), <id>.png (busbw over size) and
+# summary.md. Deterministic: the same inputs give the same files byte for byte.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exe=${1:-build/commstack}
+here=results/validation
+data=calibration/data/nccl-tests
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# FILE@k=v,... -> validate flags
+flags_of() {
+  local spec=$1 knobs
+  [[ $spec == *@* ]] || return 0
+  knobs=${spec#*@}
+  tr ',' '\n' <<<"$knobs" | sed -e 's/^nodes=/--nodes /' -e 's/^gpus_per_node=/--gpus-per-node /' \
+    -e 's/^algo=/--algo /' -e 's/^proto=/--proto /' -e 's/^min_ctas=/--min-channels /' \
+    -e 's/^max_ctas=/--max-channels /' -e 's/^op=/--op /' -e 's/^nvls=/--nvls /' \
+    -e 's/^min_bytes=/--min-bytes /' -e 's/^max_bytes=/--max-bytes /' | tr '\n' ' '
+}
+inputs_of() {  # generation, excluded id -> --input args (cluster named per input)
+  local gen=$1 skip=$2
+  grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id g cl spec role; do
+    [[ $g == "$gen" && $role == fit && $id != "$skip" ]] || continue
+    local sep='@'; [[ $spec == *@* ]] && sep=','
+    printf -- '--input %s/%s%scluster=%s ' "$data" "$spec" "$sep" "$cl"
+  done
+}
+sizes_of() {  # the run's sizes (> 0) in file order, via validate
+  "$exe" validate --cluster "$2" --measured "$data/${1%%@*}" $(flags_of "$1") --profile "$3" --format csv |
+    grep -v '^#' | tail -n +2 | cut -d, -f1
+}
+mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\1 \2 \3 \4 \5 \6/'; }
+fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
+
+gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
+for gen in $gens; do
+  # shellcheck disable=SC2046
+  "$exe" calibrate $(inputs_of "$gen" none) --name "$gen" --output calibration/profiles/$gen.json >/dev/null
+done
+
+{
+  echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | note |"
+  echo "|---|---|---|---|---|---|---|---|"
+} >"$tmp/summary"
+grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
+  file=$data/${spec%%@*}
+  flags=$(flags_of "$spec")
+  n_fit=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" '$2==g && $5=="fit"' | wc -l)
+  note=""
+  # in-sample: the shipped profile (fitted on every fit run of the generation)
+  "$exe" validate --cluster "$cl" --measured "$file" $flags --profile calibration/profiles/$gen.json --format csv >"$tmp/in.csv"
+  if [[ $role == outlier ]]; then
+    cp "$tmp/in.csv" "$here/$id.csv"
+    how="full $gen profile (never fitted on this run)"
+    grep -q WARNING "$here/$id.csv" && note="flagged: far below the hardware bound"
+  elif [[ $n_fit -gt 1 ]]; then
+    # shellcheck disable=SC2046
+    "$exe" calibrate $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
+    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/loo.json" --format csv >"$here/$id.csv"
+    how="leave-one-out ($((n_fit - 1)) other $gen runs)"
+  else
+    # one run in the generation: split at the median size, fit each half, predict the other
+    mapfile -t sizes < <(sizes_of "$spec" "$cl" calibration/profiles/$gen.json)
+    half=$(( ${#sizes[@]} / 2 ))
+    lo_max=${sizes[$((half - 1))]}
+    hi_min=${sizes[$half]}
+    sep='@'; [[ $spec == *@* ]] && sep=','
+    "$exe" calibrate --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
+    "$exe" calibrate --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
+    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
+    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
+    { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$here/$id.csv"
+    # MAPE of the combined out-of-sample rows
+    awk -F, 'NR>1 { e=$4<0?-$4:$4; a+=e; n++; if ($1>=1048576) { l+=e; nl++ } else { s+=e; ns++ } }
+      END { printf "# MAPE %.2f%% over %d sizes (>=1MiB: %.2f%% over %d; <1MiB: %.2f%% over %d)\n",
+            n?a/n:0, n, nl?l/nl:0, nl, ns?s/ns:0, ns }' "$here/$id.csv" >>"$here/$id.csv"
+    how="size split: small half fits large half and vice versa (only run of $gen)"
+  fi
+  read -r _ _ ml nl ms ns < <(mape_of "$here/$id.csv")
+  read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
+  echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $note |" >>"$tmp/summary"
+  # plot: measured and predicted bus bandwidth over size
+  grep -v '^#' "$here/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
+  gnuplot <<GP
+set terminal pngcairo size 800,500 noenhanced
+set output "$here/$id.png"
+set datafile separator ","
+set logscale x 2
+set format x "%.0s%cB"
+set xlabel "message size"
+set ylabel "bus bandwidth (GB/s)"
+set key top left
+set title "$id: measured vs predicted ($how)"
+plot "$tmp/plot.csv" using 1:8 with linespoints title "measured", "$tmp/plot.csv" using 1:9 with linespoints title "predicted"
+GP
+done
+cp "$tmp/summary" $here/summary.md
+echo "wrote $here/summary.md"
