@@ -37,3 +37,4 @@ topo_cli_error_test(NAME topo.unknown_field ARGS topo --cluster tests/cli/topo-u
                          MATCH "commstack: error: tests/cli/topo-unknown-field.json: /fabric/radix: unknown field")
 topo_cli_error_test(NAME topo.dot_unwritable ARGS topo --cluster dgx-h100 --dot /nonexistent/dir/x.dot
                          MATCH "commstack: error: --dot /nonexistent/dir/x.dot: cannot open")
+commstack_cli_test(NAME topo.list_alias ARGS topo --list MATCH "angara-torus +Angara 4D torus")
