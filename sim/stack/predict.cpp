@@ -106,7 +106,10 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   const auto inter_type = select::PathType::pix;  // a NIC per GPU on its PCIe switch (GPUDirect RDMA)
   s.ring = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 4};
   s.tree = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, geo.nccl_nodes > 1 ? 1 : 3};
-  s.nvls = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 5};
+  // NVLS heads each drive one NIC: the NVLS graph's bwInter is a whole NIC (src/graph/search.cc
+  // searches NVLS graphs per NIC), where Ring/Tree share the domain's NICs among all channels.
+  const double nvls_inter = geo.nccl_nodes > 1 ? snap_to_nccl_speed(geo.nic_gpu_Bps / 1e9) : bw_intra;
+  s.nvls = {channels, bw_intra, nvls_inter, select::PathType::nvl, inter_type, 0, true, 5};
   s.collnet_direct = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
   s.collnet_chain = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
   // NVLink SHARP needs NVSwitch gen3+ (sm >= 90) and more than 2 GPUs in the domain.

@@ -1,0 +1,42 @@
+# commstack validate / calibrate end to end (run from the source directory).
+set(_stack_data calibration/data/nccl-tests)
+commstack_cli_test(NAME stack_validate_dgxc
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
+  MATCH "MAPE [0-9.]+% over 32 sizes \\(>=1MiB: [0-9.]+% over 15; <1MiB: [0-9.]+% over 17\\)")
+commstack_cli_test(NAME stack_validate_breakdown_csv
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt
+       --nodes 2 --gpus-per-node 8 --format csv --breakdown
+  MATCH "17179869184,68652.000,[0-9.]+,[-0-9.]+,NVLSTree,Simple,16,")
+commstack_cli_test(NAME stack_validate_outlier
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue290-default.txt
+       --nodes 2 --gpus-per-node 8
+  MATCH "WARNING: at 8G the run reaches 155.6 GB/s bus bandwidth")
+commstack_cli_test(NAME stack_validate_forced_ring
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt
+       --nodes 1 --gpus-per-node 8 --algo ring --proto simple
+  MATCH "134217728 +613.30 +[0-9.]+ +[-0-9.]+  Ring/Simple/16")
+commstack_cli_test(NAME stack_validate_json
+  ARGS validate --cluster hgx-b200 --measured ${_stack_data}/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt
+       --nodes 2 --gpus-per-node 8 --format json
+  MATCH "\"algorithm\": \"P2P\"")
+commstack_cli_error_test(NAME stack_validate_no_nodes
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt
+  MATCH "commstack: error: .*issue290.txt: cannot use this run: its rank lines do not give the node count")
+commstack_cli_error_test(NAME stack_validate_bad_format
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --format xml
+  MATCH "commstack: error: --format xml: expected text, csv or json")
+commstack_cli_error_test(NAME stack_validate_wrong_profile
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
+       --profile calibration/profiles/a100.json
+  MATCH "commstack: error: --profile .*a100.json: a profile for sm 80 cannot predict cluster dgx-h100")
+commstack_cli_error_test(NAME stack_validate_missing_profile
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --profile nosuch
+  MATCH "commstack: error: --profile nosuch: no such file")
+commstack_cli_error_test(NAME stack_calibrate_mixed_generations
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt@cluster=dgx-h100
+       --input ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt@cluster=dgx-a100,nodes=1,gpus_per_node=8
+       --output /dev/null
+  MATCH "commstack: error: .*modal.txt: cannot use this run: cluster dgx-a100 has sm 80 GPUs but the profile being fitted is for sm 90")
+commstack_cli_error_test(NAME stack_calibrate_no_cluster
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --output /dev/null
+  MATCH "commstack: error: .*dgxc-benchmarking.txt: cannot use this run: no cluster given")

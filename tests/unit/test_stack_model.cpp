@@ -1,0 +1,143 @@
+// Stack model: the protocol layer's fixed numbers, NCCL's chunking, the layer breakdown (adds up
+// exactly), closed forms of the bandwidth terms, and NCCL's choices on real logs.
+#include <cmath>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "calibration/fit/nccl_log.hpp"
+#include "sim/protocol/protocol.hpp"
+#include "sim/stack/predict.hpp"
+#include "sim/stack/profile.hpp"
+#include "topologies/cluster.hpp"
+
+using namespace commstack;
+using sim::CollectiveOp;
+using sim::stack::Param;
+using sim::stack::Predictor;
+using sim::stack::Profile;
+using select::Algo;
+using select::Proto;
+
+TEST_CASE("stack: protocol wire efficiency is fixed by the line format") {
+  CHECK(sim::protocol::wire_efficiency(Proto::ll) == 0.5);
+  CHECK(sim::protocol::wire_efficiency(Proto::ll128) == 120.0 / 128.0);
+  CHECK(sim::protocol::wire_efficiency(Proto::simple) == 1.0);
+  CHECK(sim::protocol::default_buffer_bytes(Proto::simple) == 4u << 20);
+}
+
+TEST_CASE("stack: NCCL chunk sizes (calcCollChunking)") {
+  sim::protocol::ChunkInputs in;
+  in.algo = Algo::ring;
+  in.proto = Proto::simple;
+  in.bytes = 1u << 30;
+  in.channels = 16;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 2u << 20);  // 4 MiB / 8 slots x 4 chunk steps
+  in.proto = Proto::ll;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 32768);  // 64 KiB slot, half of it data
+  // NVLS, 16 channels x 8 heads = 128 concurrent ops: 128 KiB chunks only at >= 1 GiB.
+  in.algo = Algo::nvls;
+  in.proto = Proto::simple;
+  in.nvls_heads = 8;
+  in.bytes = 1u << 30;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 131072);
+  in.bytes = (1u << 30) - 1;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 65536);
+  in.bytes = 32u << 20;  // < 8 x 128 x 64 KiB
+  CHECK(sim::protocol::chunk_data_bytes(in) == 32768);
+  in.bytes = 4u << 20;  // < 2 x 128 x 32 KiB
+  CHECK(sim::protocol::chunk_data_bytes(in) == 16384);
+}
+
+TEST_CASE("stack: layers add up to the total exactly") {
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  Predictor pr(spec, 2, 8);
+  for (CollectiveOp op : {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                          CollectiveOp::alltoall, CollectiveOp::broadcast, CollectiveOp::sendrecv}) {
+    for (std::uint64_t bytes : {8ull, 4096ull, 1ull << 20, 64ull << 20, 4ull << 30}) {
+      const auto p = pr.predict(op, bytes, prof);
+      const auto& b = p.breakdown;
+      CAPTURE(sim::to_string(op));
+      CAPTURE(bytes);
+      CHECK(p.time_s == b.launch_s + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s + b.transport_s +
+                            b.protocol_s + b.contention_s);
+      CHECK(b.launch_s == doctest::Approx(prof[Param::launch_us] * 1e-6));
+      CHECK(b.fabric_bandwidth_s > 0);
+      CHECK(b.transport_s >= 0);  // efficiencies <= 1 can only slow down
+      CHECK(b.protocol_s >= 0);
+      CHECK(b.contention_s == 0);
+    }
+  }
+}
+
+TEST_CASE("stack: ring bandwidth terms match the closed form") {
+  // One DGX H100, Ring/Simple forced: the bus bytes 2(n-1)/n S cross each GPU's 450 GB/s NVLink.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = sim::stack::prior_profile(90);
+  prof.at(Param::cap_simple_GBps) = 1000;  // no per-channel cap: transport is the limit
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "simple";
+  Predictor pr(spec, 1, 8, knobs);
+  const std::uint64_t S = 1ull << 30;
+  const auto p = pr.predict(CollectiveOp::allreduce, S, prof);
+  CHECK(p.algorithm == "Ring");
+  CHECK(p.proto == Proto::simple);
+  const double bus = S * 2.0 * 7 / 8;
+  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / 450e9).epsilon(1e-12));
+  CHECK(p.breakdown.transport_s == doctest::Approx(bus / (450e9 * prof[Param::eta_nvlink]) - bus / 450e9).epsilon(1e-9));
+  // 14 ring steps inside the node, Simple per-step latency, GPU-NVSwitch-GPU route latency 0.6 us.
+  CHECK(p.breakdown.algorithm_latency_s == doctest::Approx(14 * prof[Param::lat_nvlink_simple_us] * 1e-6));
+  CHECK(p.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
+  CHECK(p.busbw_line_GBps == doctest::Approx(450));
+}
+
+TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by half of that traffic") {
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  sim::stack::Knobs ring;
+  ring.env.algo = "ring";
+  ring.env.proto = "simple";
+  const auto pr = Predictor(spec, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
+  CHECK(pr.busbw_line_GBps == doctest::Approx(8 * 50.0));  // 8 NDR NICs per node, line rate
+  sim::stack::Knobs tree;
+  tree.env.algo = "tree";
+  tree.env.proto = "simple";
+  const auto pt = Predictor(spec, 2, 8, tree).predict(CollectiveOp::allreduce, 1ull << 32, prof);
+  CHECK(pt.algorithm == "Tree");
+  // Two nodes: each node sends S once per direction vs 2(n-1)/n S for ring -> bus bound x 2(n-1)/n,
+  // but the intra-node chain (2 S per GPU over 450 GB/s) binds first.
+  CHECK(pt.busbw_line_GBps == doctest::Approx(std::min(400.0 * 30 / 16, 450.0 * 15 / 16)));
+}
+
+TEST_CASE("stack: NVLink domain of GB200 NVL72 is one NCCL node") {
+  const auto spec = topologies::load_cluster("gb200-nvl72");
+  Predictor pr(spec, 18, 4);
+  CHECK(pr.geometry().nccl_nodes == 1);
+  CHECK(pr.geometry().local_ranks == 72);
+  CHECK(pr.shape().nvls_support);
+}
+
+TEST_CASE("stack: selection matches NCCL's choices in the nccl#1453 H100 3-node log") {
+  // 3 nodes of 8 H100 with a 200 Gb/s ConnectX per GPU (posted topo XML). The channels and
+  // per-channel bandwidths come from comm_shape()'s derivation, not from the log.
+  auto spec = topologies::load_cluster("dgx-h100");
+  for (auto& nic : spec.node.nics) nic.bandwidth_Bps = 25e9;
+  const auto log = fit::parse_nccl_log_file(std::string(COMMSTACK_SOURCE_DIR) +
+                                            "/calibration/data/nccl-logs/nccl-1453-h100-3node-tuning-selection-excerpts.log",
+                                            {true});
+  REQUIRE(log.choices.size() == 11);
+  Predictor pr(spec, 3, 8);
+  CHECK(pr.shape().ring.n_channels == 16);
+  CHECK(pr.shape().tree.bw_inter == 12.0);  // 8 x 25 GB/s over 16 channels, NCCL's speed steps
+  int match = 0;
+  for (const auto& c : log.choices) {
+    const auto choice = pr.choose(CollectiveOp::allreduce, c.bytes);
+    CAPTURE(c.bytes);
+    CHECK(select::key(choice.algo) == c.algo);
+    CHECK(select::key(choice.proto) == c.proto);
+    match += select::key(choice.algo) == c.algo && select::key(choice.proto) == c.proto;
+  }
+  CHECK(match == 11);
+}

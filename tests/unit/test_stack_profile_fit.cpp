@@ -1,0 +1,126 @@
+// Profile JSON (round trip, validation) and the fit: recovers a known profile from synthetic
+// measurements, is deterministic, flags a run far below its hardware.
+#include <cmath>
+#include <string>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "calibration/fit/profile_fit.hpp"
+#include "common/error.hpp"
+#include "sim/stack/profile.hpp"
+
+using namespace commstack;
+using sim::stack::Param;
+using sim::stack::Profile;
+
+namespace {
+std::string data(const std::string& name) { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-tests/" + name; }
+}  // namespace
+
+TEST_CASE("stack: profile JSON round trip keeps every parameter") {
+  Profile p = sim::stack::prior_profile(90);
+  p.at(Param::eta_nic) = 0.93;
+  const auto j = sim::stack::profile_to_json(p);
+  const Profile q = sim::stack::profile_from_json(j, "test");
+  for (int i = 0; i < sim::stack::kNumParams; ++i)
+    CHECK(q.params[static_cast<std::size_t>(i)].value == p.params[static_cast<std::size_t>(i)].value);
+  CHECK(q.sm == 90);
+  CHECK(sim::stack::profile_to_json(q).dump() == j.dump());
+}
+
+TEST_CASE("stack: profile JSON errors name the field") {
+  auto j = sim::stack::profile_to_json(sim::stack::prior_profile(80));
+  auto bad = j;
+  bad["parameters"]["eta_nic"]["value"] = 1.5;
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"),
+                       doctest::Contains("p.json: $.parameters.eta_nic.value: expected fraction in [0.01, 1]"),
+                       InputError);
+  bad = j;
+  bad["parameters"]["warp_speed"] = 1;
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.parameters.warp_speed: unknown"),
+                       InputError);
+  bad = j;
+  bad["parameters"].erase("launch_us");
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.parameters.launch_us: missing"),
+                       InputError);
+  bad = j;
+  bad["sm"] = 75;
+  CHECK_THROWS_AS(sim::stack::profile_from_json(bad, "p.json"), InputError);
+  bad = j;
+  bad["format"] = "other";
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.format"), InputError);
+}
+
+TEST_CASE("stack: run spec parsing and refusals") {
+  auto s = fit::parse_run_spec("x.txt@nodes=2,gpus_per_node=8,algo=ring,min_ctas=24,max_bytes=1M", "--input");
+  CHECK(s.file == "x.txt");
+  CHECK(*s.nodes == 2);
+  CHECK(*s.gpus_per_node == 8);
+  CHECK(*s.knobs.env.algo == "ring");
+  CHECK(s.knobs.env.min_ctas == 24);
+  CHECK(s.max_bytes == 1u << 20);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@colour=red", "--input"), doctest::Contains("unknown key \"colour\""),
+                       InputError);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@nodes=two", "--input"), doctest::Contains("expected an integer"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@min_ctas=99", "--input"), doctest::Contains("NCCL_MIN_CTAS"), InputError);
+  // No rank lines and no flags: the node count is unknown, the run is refused with the reason.
+  fit::RunSpec r;
+  r.file = data("nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt");
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::string("dgx-h100")), doctest::Contains("node count"), InputError);
+  r.nodes = 1;
+  r.gpus_per_node = 8;
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::nullopt), doctest::Contains("no cluster given"), InputError);
+}
+
+TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
+  // Synthetic runs predicted by a known profile; the fit starts from the NCCL prior and must
+  // reproduce the times (the parameters themselves need not be unique).
+  Profile truth = sim::stack::prior_profile(90);
+  truth.at(Param::launch_us) = 6.0;
+  truth.at(Param::eta_nvlink) = 0.8;
+  truth.at(Param::eta_nvls) = 0.62;
+  truth.at(Param::eta_nic) = 0.9;
+  truth.at(Param::nvls_latency_us) = 12;
+  std::vector<fit::MeasuredRun> runs;
+  for (int nodes : {1, 2}) {
+    fit::MeasuredRun run;
+    run.file = nodes == 1 ? "synthetic-1n8g" : "synthetic-2n8g";
+    run.cluster_name = "dgx-h100";
+    run.cluster = topologies::load_cluster("dgx-h100");
+    run.nodes = nodes;
+    run.gpus_per_node = 8;
+    sim::stack::Predictor pr(run.cluster, nodes, 8);
+    for (std::uint64_t b = 1024; b <= (8ull << 30); b *= 4) {
+      run.bytes.push_back(b);
+      run.measured_us.push_back(pr.predict(sim::CollectiveOp::allreduce, b, truth).time_s * 1e6);
+    }
+    runs.push_back(run);
+  }
+  const Profile fitted = fit::fit_profile(runs, sim::stack::prior_profile(90));
+  CHECK(fitted.fit_mape_percent < 1.0);
+  // NVLS binds on one node: its efficiency is identified by the data.
+  CHECK(fitted[Param::eta_nvls] == doctest::Approx(0.62).epsilon(0.03));
+  CHECK(fitted.residuals.size() == runs[0].bytes.size() + runs[1].bytes.size());
+  // Deterministic: a second fit gives the same numbers bit for bit.
+  const Profile again = fit::fit_profile(runs, sim::stack::prior_profile(90));
+  CHECK(sim::stack::profile_to_json(again).dump() == sim::stack::profile_to_json(fitted).dump());
+}
+
+TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below the hardware") {
+  const Profile h100 = sim::stack::prior_profile(90);
+  fit::RunSpec bad;
+  bad.file = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue290-default.txt");
+  bad.nodes = 2;
+  bad.gpus_per_node = 8;
+  const auto vb = fit::validate_run(fit::load_measured_run(bad, std::string("dgx-h100")), h100);
+  CHECK(vb.below_hardware);
+  CHECK(vb.measured_busbw_GBps == doctest::Approx(155.57).epsilon(0.001));  // the file's busbw column at 8 GiB
+  fit::RunSpec good = bad;
+  good.file = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
+  const auto vg = fit::validate_run(fit::load_measured_run(good, std::string("dgx-h100")), h100);
+  CHECK_FALSE(vg.below_hardware);
+  CHECK(vg.n_large == 15);
+  CHECK(vg.n_small == 17);
+}
