@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Benchmark of `commstack collective`: wall time and peak RSS (GNU time -v) of
+#  1. one ring all-reduce of 1 GiB on dgx-h100 with 512 nodes (4096 GPUs, auto fidelity -> edge);
+#  2. the full 8 B .. 16 GiB all-reduce sweep on 2 dgx-h100 nodes (auto fidelity -> chunk).
+# Usage: bash results/bench-collective/run.sh [path/to/commstack]   (default: ./build/commstack)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+exe=${1:-$here/../../build/commstack}
+out=$here/out
+mkdir -p "$out"
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "nproc: $(nproc)"
+  lscpu | grep -m1 'Model name' || true
+  echo "commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$out/machine.txt"
+
+run() {  # name, args...
+  local name=$1; shift
+  /usr/bin/time -v "$exe" "$@" > "$out/$name.out" 2> "$out/$name.time"
+  local wall rss
+  wall=$(grep 'Elapsed (wall clock)' "$out/$name.time" | awk '{print $NF}')
+  rss=$(grep 'Maximum resident set size' "$out/$name.time" | awk '{print $NF}')
+  echo "$name: wall $wall, peak RSS $((rss / 1024)) MB"
+}
+run sweep-2nodes collective --cluster dgx-h100 --nodes 2 --op allreduce --min-bytes 8 --max-bytes 16G --format csv
+run allreduce-1g-4096gpus collective --cluster dgx-h100 --nodes 512 --op allreduce --min-bytes 1G --max-bytes 1G --format csv
