@@ -19,6 +19,7 @@ struct CalibrateOptions {
   std::string output;
   std::optional<std::string> prior;
   std::string name;
+  double prior_weight = fit::FitOptions{}.prior_weight;
 };
 
 void run_calibrate(const CalibrateOptions& o) {
@@ -31,6 +32,8 @@ void run_calibrate(const CalibrateOptions& o) {
     for (auto& v : prior.params) v.prior = v.value;
   }
   fit::FitOptions options;
+  if (!(o.prior_weight >= 0)) throw InputError(fmt::format("--prior-weight {}: expected a number >= 0", o.prior_weight));
+  options.prior_weight = o.prior_weight;
   options.name = o.name.empty() ? fmt::format("sm{}-fit", prior.sm) : o.name;
   sim::stack::Profile fitted = fit::fit_profile(runs, prior, options);
   fitted.description = fmt::format("fitted by commstack calibrate on {} run(s)", runs.size());
@@ -57,6 +60,8 @@ void register_calibrate(CLI::App& app) {
   sub->add_option("--output", o->output, "Profile JSON to write")->required();
   sub->add_option("--prior", o->prior, "Start from this profile instead of NCCL's constants");
   sub->add_option("--name", o->name, "Profile name");
+  sub->add_option("--prior-weight", o->prior_weight,
+                  "Weight of one prior standard deviation relative to one run's mean loss (default 0.01)");
   on_selected(sub, [o] { run_calibrate(*o); });
 }
 

@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exe=${1:-build/commstack}
+pw=${PRIOR_WEIGHT:-0.01}  # calibrate --prior-weight (docs/calibration.md)
 here=results/validation
 data=calibration/data/nccl-tests
 tmp=$(mktemp -d)
@@ -45,7 +46,7 @@ fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
 gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
 for gen in $gens; do
   # shellcheck disable=SC2046
-  "$exe" calibrate $(inputs_of "$gen" none) --name "$gen" --output calibration/profiles/$gen.json >/dev/null
+  "$exe" calibrate --prior-weight "$pw" $(inputs_of "$gen" none) --name "$gen" --output calibration/profiles/$gen.json >/dev/null
 done
 
 {
@@ -65,7 +66,7 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     grep -q WARNING "$here/$id.csv" && note="flagged: far below the hardware bound"
   elif [[ $n_fit -gt 1 ]]; then
     # shellcheck disable=SC2046
-    "$exe" calibrate $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
+    "$exe" calibrate --prior-weight "$pw" $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
     "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/loo.json" --format csv >"$here/$id.csv"
     how="leave-one-out ($((n_fit - 1)) other $gen runs)"
   else
@@ -75,8 +76,8 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     lo_max=${sizes[$((half - 1))]}
     hi_min=${sizes[$half]}
     sep='@'; [[ $spec == *@* ]] && sep=','
-    "$exe" calibrate --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
-    "$exe" calibrate --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
+    "$exe" calibrate --prior-weight "$pw" --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
+    "$exe" calibrate --prior-weight "$pw" --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
     "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
     "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
     { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$here/$id.csv"

@@ -1,6 +1,7 @@
 #include "sim/stack/predict.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -112,8 +113,10 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   s.nvls = {channels, bw_intra, nvls_inter, select::PathType::nvl, inter_type, 0, true, 5};
   s.collnet_direct = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
   s.collnet_chain = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 6};
-  // NVLink SHARP needs NVSwitch gen3+ (sm >= 90) and more than 2 GPUs in the domain.
-  s.nvls_support = geo.sm >= 90 && geo.local_ranks > 2 && geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
+  // NVLink SHARP needs NVSwitch gen3+ (sm >= 90) and more than 2 GPUs in the domain. GH200 nodes
+  // wire their 4 GPUs all-to-all without an NVSwitch (the gh200-slingshot preset models that as
+  // one NVLink plane), so they have no NVLS.
+  s.nvls_support = geo.sm >= 90 && geo.nvswitch && geo.local_ranks > 2 && geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
   s.nvls_channels = channels;
   s.collnet_support = knobs.collnet;
   s.n_channels = channels;
@@ -139,6 +142,11 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
                                  "(A100, H100/H200/GH200, B200/GB200)",
                                  spec.origin, spec.node.gpu_model));
   geo_.nvlink_Bps = spec.node.gpu_link_bandwidth_Bps;
+  {
+    std::string model = spec.node.gpu_model;
+    for (auto& ch : model) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    geo_.nvswitch = spec.node.nvswitch && model.find("gh200") == std::string::npos;
+  }
   double nic_node = 0, nic_gpu0 = 0;
   int used = 0;
   for (const auto& nic : spec.node.nics) {

@@ -57,6 +57,7 @@ struct CommGeometry {
   int nccl_nodes = 1;     // NVLink domains: NCCL's nNodes (an NVL72 rack is one)
   int local_ranks = 1;    // ranks per NVLink domain
   int sm = 90;
+  bool nvswitch = true;   // GPUs meet in an NVSwitch (NVLS possible); false for PCIe or direct NVLink
   double nvlink_Bps = 0;  // per GPU per direction, line rate
   double nic_domain_Bps = 0;  // all NICs of one NVLink domain used by the communicator, line rate
   double nic_gpu_Bps = 0;     // the NIC(s) of one GPU
