@@ -97,7 +97,7 @@ private:
 
 Summary read_summary(const Reader& r) {
   Summary s;
-  s.n = static_cast<int>(r.integer("n", 1, 1 << 30));
+  s.n = static_cast<int>(r.integer("n", 0, 1 << 30));  // 0: a failed point (see its status)
   s.median = r.nonneg("median");
   s.p10 = r.nonneg("p10");
   s.p90 = r.nonneg("p90");
