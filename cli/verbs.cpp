@@ -17,6 +17,7 @@ void register_all_verbs(CLI::App& app) {
   register_collective(app);
   register_validate(app);
   register_calibrate(app);
+  register_train(app);
 }
 
 void run_selected_verb(CLI::App& app) {

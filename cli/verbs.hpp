@@ -17,6 +17,7 @@ void register_topo(CLI::App& app);
 void register_collective(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_calibrate(CLI::App& app);
+void register_train(CLI::App& app);
 
 void register_all_verbs(CLI::App& app);
 void run_selected_verb(CLI::App& app);

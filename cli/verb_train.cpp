@@ -1,0 +1,166 @@
+// `commstack train`: one simulated LLM training iteration on a cluster (docs/training.md): op
+// graph from workloads/, compute from the roofline compute model, communication from the SimGrid
+// engine on the cluster's topology, reported as time, throughput, MFU, memory and a breakdown.
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/train/report.hpp"
+#include "sim/train/train.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/compute/compute_model.hpp"
+#include "workloads/memory.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallel/parallel.hpp"
+
+namespace commstack::cli {
+namespace {
+
+struct TrainOptions {
+  std::string cluster, nodes, model;
+  std::string tp = "1", pp = "1", dp = "1", cp = "1", ep = "1", zero = "0";
+  std::string micro_batch = "1", global_batch, seq;
+  std::string precision = "bf16", virtual_stages = "1", recompute = "none";
+  bool sequence_parallel = false;
+  std::string compute_profile, channels = "auto", fidelity = "auto";
+  std::string format = "text", trace;
+  bool no_fold = false;
+};
+
+long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
+  }
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
+  return v;
+}
+
+// The compute profile: a built-in name, a JSON file, or (no flag) the one matching the cluster's GPU.
+workloads::ComputeProfile pick_profile(const std::string& flag, const topologies::ClusterSpec& spec) {
+  if (!flag.empty()) {
+    for (const auto& n : workloads::builtin_compute_profile_names()) {
+      if (n == flag) return workloads::builtin_compute_profile(n);
+    }
+    if (!std::ifstream(flag)) {
+      throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
+                                   fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+    }
+    return workloads::load_compute_profile_file(flag);
+  }
+  const std::string& g = spec.node.gpu_model;
+  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
+  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
+  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
+  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
+  throw InputError(fmt::format("--compute-profile: cluster {} has GPU model '{}' with no built-in compute profile; "
+                               "pass one of {} or a JSON file",
+                               spec.origin, g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+}
+
+void run(const TrainOptions& o) {
+  auto model = workloads::resolve_model(o.model);
+  workloads::ParallelConfig par;
+  par.tp = static_cast<int>(parse_int(o.tp, "--tp", 1, 1 << 16));
+  par.pp = static_cast<int>(parse_int(o.pp, "--pp", 1, 1 << 16));
+  par.dp = static_cast<int>(parse_int(o.dp, "--dp", 1, 1 << 20));
+  par.cp = static_cast<int>(parse_int(o.cp, "--cp", 1, 1 << 16));
+  par.ep = static_cast<int>(parse_int(o.ep, "--ep", 1, 1 << 16));
+  par.zero = static_cast<int>(parse_int(o.zero, "--zero", 0, 3));
+  par.micro_batch = parse_int(o.micro_batch, "--micro-batch", 1, 1 << 20);
+  par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
+                                            : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
+  if (!o.seq.empty()) par.seq = parse_int(o.seq, "--seq", 1, 1 << 24);
+  if (o.precision == "bf16") par.precision = workloads::Precision::bf16;
+  else if (o.precision == "fp8") par.precision = workloads::Precision::fp8;
+  else throw InputError(fmt::format("--precision: unknown '{}'; expected bf16 or fp8", o.precision));
+  if (o.recompute == "none") par.recompute = workloads::Recompute::none;
+  else if (o.recompute == "selective") par.recompute = workloads::Recompute::selective;
+  else if (o.recompute == "full") par.recompute = workloads::Recompute::full;
+  else throw InputError(fmt::format("--recompute: unknown '{}'; expected none, selective or full", o.recompute));
+  par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
+  if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
+  par.sequence_parallel = o.sequence_parallel;
+  if (o.format != "text" && o.format != "json") {
+    throw InputError(fmt::format("--format: unknown format '{}'; expected text or json", o.format));
+  }
+
+  const auto spec = topologies::load_cluster(o.cluster);
+  std::optional<int> nodes;
+  if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
+  const auto topo = topologies::build_topology(spec, nodes);
+  workloads::validate(model, par, topo.gpu_count(), "train options (--tp/--pp/--dp/--cp/--ep/--*-batch/--seq)");
+
+  sim::train::TrainSetup setup;
+  setup.model = model;
+  setup.par = par;
+  setup.compute = pick_profile(o.compute_profile, spec);
+  if (par.precision == workloads::Precision::fp8 && setup.compute.peak_fp8_flops <= 0) {
+    throw InputError(fmt::format("--precision fp8: compute profile {} has no FP8 peak", setup.compute.name));
+  }
+  workloads::check_fits(workloads::estimate_memory(model, par), setup.compute.memory_bytes,
+                        fmt::format("{} ({:.0f} GiB, compute profile {})", spec.node.gpu_model,
+                                    setup.compute.memory_bytes / (1024.0 * 1024 * 1024), setup.compute.name));
+  if (o.channels != "auto") setup.comm.channels = static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
+  setup.comm.fidelity = sim::fidelity_from_string(o.fidelity);
+  setup.fold = !o.no_fold;
+
+  sim::Simulator simulator(topo);
+  const auto result = sim::train::simulate_training(simulator, setup);
+  sim::train::RunLabel label;
+  label.cluster = fmt::format("{} x {} nodes", spec.name, topo.nodes);
+  label.model = model.name;
+  label.compute = setup.compute.name;
+  label.config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp,
+                             par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
+                             par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
+                             to_string(par.recompute));
+  if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
+  else fmt::print("{}", sim::train::format_text(result, label));
+  if (!o.trace.empty()) {
+    std::ofstream out(o.trace);
+    if (!out) throw InputError(fmt::format("--trace: cannot write '{}'", o.trace));
+    out << sim::train::perfetto_trace(result, label).dump() << "\n";
+    if (!out) throw InputError(fmt::format("--trace: writing '{}' failed", o.trace));
+  }
+}
+
+}  // namespace
+
+void register_train(CLI::App& app) {
+  auto opts = std::make_shared<TrainOptions>();
+  CLI::App* sub = app.add_subcommand("train", "Simulate one LLM training iteration: time, tokens/s, MFU, breakdown");
+  sub->add_option("--cluster", opts->cluster, "Cluster preset name or JSON file")->required();
+  sub->add_option("--nodes", opts->nodes, "Number of nodes (default: the cluster's)");
+  sub->add_option("--model", opts->model, "Built-in model name or model JSON file")->required();
+  sub->add_option("--tp", opts->tp, "Tensor parallel size");
+  sub->add_option("--pp", opts->pp, "Pipeline parallel size");
+  sub->add_option("--dp", opts->dp, "Data parallel size");
+  sub->add_option("--cp", opts->cp, "Context parallel size");
+  sub->add_option("--ep", opts->ep, "Expert parallel size");
+  sub->add_option("--zero", opts->zero, "ZeRO stage 0-3");
+  sub->add_option("--micro-batch", opts->micro_batch, "Sequences per micro-batch");
+  sub->add_option("--global-batch", opts->global_batch, "Sequences per iteration (default micro-batch*dp)");
+  sub->add_option("--seq", opts->seq, "Sequence length (default: the model's)");
+  sub->add_option("--precision", opts->precision, "bf16 or fp8");
+  sub->add_option("--virtual-stages", opts->virtual_stages, "Model chunks per pipeline rank (>1: interleaved)");
+  sub->add_option("--recompute", opts->recompute, "Activation recomputation: none, selective, full");
+  sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
+  sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
+  sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");
+  sub->add_option("--fidelity", opts->fidelity, "Collective fidelity: auto, chunk, step, edge");
+  sub->add_flag("--no-fold", opts->no_fold, "Simulate every rank instead of one per pipeline stage");
+  sub->add_option("--format", opts->format, "text or json");
+  sub->add_option("--trace", opts->trace, "Write a Perfetto (Chrome trace JSON) timeline here");
+  on_selected(sub, [opts] { run(*opts); });
+}
+
+}  // namespace commstack::cli

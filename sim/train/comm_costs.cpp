@@ -1,0 +1,100 @@
+#include "sim/train/comm_costs.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace commstack::sim::train {
+namespace {
+
+CollectiveOp to_sim_op(workloads::Collective c) {
+  switch (c) {
+    case workloads::Collective::all_reduce: return CollectiveOp::allreduce;
+    case workloads::Collective::all_gather: return CollectiveOp::allgather;
+    case workloads::Collective::reduce_scatter: return CollectiveOp::reducescatter;
+    case workloads::Collective::all_to_all: return CollectiveOp::alltoall;
+    case workloads::Collective::none: break;
+  }
+  throw std::logic_error("CommCosts: op without a collective type");
+}
+
+// NCCL's Simple protocol moves 4 FIFO slots of 512 KiB per ring step (same default as
+// `commstack collective`); all-to-all and point-to-point flows are not chunked.
+double chunk_for(CollectiveOp op) {
+  return op == CollectiveOp::alltoall ? 0.0 : 2.0 * 1024 * 1024;
+}
+
+}  // namespace
+
+CommCosts::CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings)
+    : sim_(sim), layout_(layout), settings_(settings) {
+  if (settings_.channels > 0) {
+    channels_ = settings_.channels;
+  } else {
+    // One ring per NIC of a node, so that a multi-node ring uses every rail.
+    int nics = 0;
+    for (const auto& v : sim_.topology().vertices()) {
+      if (v.kind == topologies::VertexKind::nic && v.node == 0) ++nics;
+    }
+    channels_ = std::clamp(nics, 1, 64);
+  }
+}
+
+double CommCosts::collective(workloads::GroupKind kind, workloads::Collective op, std::uint64_t bytes) {
+  const auto key = std::make_tuple(static_cast<int>(kind), static_cast<int>(op), bytes);
+  if (auto it = coll_cache_.find(key); it != coll_cache_.end()) return it->second;
+  double t = 0;
+  const auto groups = layout_.groups(kind);
+  if (bytes > 0 && !groups.empty() && groups.front().size() > 1) {
+    FlowGraph graph;
+    int g = 0;
+    for (const auto& ranks : groups) {
+      CollectiveSpec spec;
+      spec.op = to_sim_op(op);
+      spec.ranks = ranks;
+      spec.bytes = static_cast<double>(bytes);
+      spec.channels = channels_;
+      spec.chunk_bytes = chunk_for(spec.op);
+      spec.fidelity = settings_.fidelity;
+      spec.step_overhead_s = settings_.step_overhead_s;
+      spec.group = g++;
+      add_collective(graph, sim_.topology(), spec);
+    }
+    const RunResult r = sim_.run(graph);
+    t = r.duration_s;
+    ++simulations_;
+    flows_ += r.flow_count;
+  }
+  coll_cache_.emplace(key, t);
+  return t;
+}
+
+double CommCosts::p2p(int src, int dst, std::uint64_t bytes) {
+  const workloads::RankCoord a = layout_.coord(src);
+  const workloads::RankCoord b = layout_.coord(dst);
+  // Only the pipeline stage and the CP ring position may differ between the two ends; that shift
+  // applied to every rank of the source stage gives the sibling pairs sending at the same moment.
+  const int cp_size = static_cast<int>(layout_.group_of(workloads::GroupKind::cp, src).size());
+  const int cp_shift = ((b.cp - a.cp) % cp_size + cp_size) % cp_size;
+  const auto key = std::make_tuple(a.pp, b.pp, cp_shift, bytes);
+  if (auto it = p2p_cache_.find(key); it != p2p_cache_.end()) return it->second;
+  FlowGraph graph;
+  for (int r = 0; r < layout_.world(); ++r) {
+    workloads::RankCoord c = layout_.coord(r);
+    if (c.pp != a.pp) continue;
+    workloads::RankCoord d = c;
+    d.pp = b.pp;
+    d.cp = (c.cp + cp_shift) % cp_size;
+    Flow f;
+    f.src = r;
+    f.dst = layout_.rank(d);
+    f.bytes = static_cast<double>(bytes);
+    graph.add_flow(f);
+  }
+  const RunResult res = sim_.run(graph);
+  ++simulations_;
+  flows_ += res.flow_count;
+  p2p_cache_.emplace(key, res.duration_s);
+  return res.duration_s;
+}
+
+}  // namespace commstack::sim::train

@@ -1,0 +1,51 @@
+#pragma once
+// Durations of the communication ops of a training iteration, each measured once on the
+// SimGrid engine and cached. A collective is simulated with ALL its sibling communicators of the
+// same kind running at the same time (the 8 DP groups of a TP8 job cross the same NIC rails and
+// spine switches), so the contention the real job sees is in the number. A point-to-point message
+// (PP activation, CP K/V chunk) is simulated together with every sibling pair that sends at the
+// same moment (all TP/CP/DP ranks of a stage send to the next stage at once).
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "sim/algorithms/collective.hpp"
+#include "sim/engine/simulator.hpp"
+#include "workloads/graph/op_graph.hpp"
+#include "workloads/parallel/layout.hpp"
+
+namespace commstack::sim::train {
+
+struct CommSettings {
+  int channels = 0;  // rings per collective; 0: one per NIC of a node (every rail used), at least 1
+  Fidelity fidelity = Fidelity::automatic;
+  double step_overhead_s = 0;  // per ring step software cost (uncalibrated: 0)
+};
+
+class CommCosts {
+public:
+  CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings);
+
+  // Seconds one collective of `kind` x `op` x `bytes` takes when every communicator of that kind
+  // runs it at once (the slowest sibling's finish).
+  double collective(workloads::GroupKind kind, workloads::Collective op, std::uint64_t bytes);
+  // Seconds for a message of `bytes` from `src` to `dst` while every sibling pair (same offset
+  // in pipeline stage and CP index, for all TP/CP/DP coordinates of src's stage) sends too.
+  double p2p(int src, int dst, std::uint64_t bytes);
+
+  int simulations() const { return simulations_; }
+  long long flows() const { return flows_; }
+  int channels() const { return channels_; }
+
+private:
+  Simulator& sim_;
+  const workloads::RankLayout& layout_;
+  CommSettings settings_;
+  int channels_ = 1;
+  std::map<std::tuple<int, int, std::uint64_t>, double> coll_cache_;
+  std::map<std::tuple<int, int, int, std::uint64_t>, double> p2p_cache_;  // (src stage, dst stage, cp shift, bytes)
+  int simulations_ = 0;
+  long long flows_ = 0;
+};
+
+}  // namespace commstack::sim::train
