@@ -16,6 +16,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/report/sweep.hpp"
 #include "sim/report/trace.hpp"
+#include "sim/stack/predict.hpp"
 #include "topologies/cluster.hpp"
 
 namespace commstack::cli {
@@ -36,6 +37,11 @@ struct CollectiveOptions {
   std::string fidelity = "auto";
   std::string format = "nccl-tests";
   std::string trace;
+  // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
+  // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
+  std::string profile;
+  std::string algo, proto, min_channels, max_channels, nvls, buffsize;
+  bool breakdown = false;
 };
 
 // A whole number in [lo, hi] from a flag's text; InputError names the flag otherwise.
@@ -122,6 +128,33 @@ void run(const CollectiveOptions& o) {
   info.max_bytes = max_bytes;
   info.step_factor = factor;
 
+  // Stack-model mode (--profile): knobs like NCCL's environment variables.
+  std::optional<sim::stack::Predictor> predictor;
+  sim::stack::Profile profile;
+  if (!o.profile.empty()) {
+    sim::stack::Knobs knobs;
+    if (!o.algo.empty()) knobs.env.algo = o.algo;
+    if (!o.proto.empty()) knobs.env.proto = o.proto;
+    if (!o.min_channels.empty()) knobs.env.min_ctas = static_cast<int>(parse_int(o.min_channels, "--min-channels", 1, 64));
+    if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
+    if (!o.nvls.empty()) knobs.env.nvls_enable = static_cast<int>(parse_int(o.nvls, "--nvls", 0, 1));
+    if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+    select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
+    if (knobs.env.algo) select::apply_nccl_list(*knobs.env.algo, "--algo", true, check);
+    if (knobs.env.proto) select::apply_nccl_list(*knobs.env.proto, "--proto", false, check);
+    predictor.emplace(spec, topo.nodes, topo.gpus_per_node, knobs);
+    const int sm = predictor->geometry().sm;
+    profile = o.profile == "auto" ? sim::stack::default_profile(sm) : sim::stack::load_profile(o.profile);
+    if (profile.sm != sm)
+      throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
+                                   profile.sm, o.cluster, sm));
+  } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() || !o.max_channels.empty() ||
+             !o.nvls.empty() || !o.buffsize.empty()) {
+    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--buffsize need the stack model: "
+                     "add --profile auto (or a profile file)");
+  }
+  std::vector<std::string> breakdown_lines;
+
   sim::Simulator simulator(topo);
   std::vector<sim::SweepPoint> points;
   std::vector<sim::FlowRecord> last_flows;
@@ -133,6 +166,20 @@ void run(const CollectiveOptions& o) {
     cs.bytes = static_cast<double>(p.size.bytes);
     sim::FlowGraph graph;
     // A zero-element collective returns at once in NCCL: nothing to simulate.
+    if (predictor && p.size.bytes > 0) {
+      const auto pr = predictor->predict(op, p.size.bytes, profile);
+      p.time_s = pr.time_s;
+      sim::set_bandwidths(p, op, n);
+      points.push_back(p);
+      const auto& b = pr.breakdown;
+      breakdown_lines.push_back(fmt::format(
+          "# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport {:.2f} protocol {:.2f} "
+          "contention {:.2f} = {:.2f} us",
+          p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
+          b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6,
+          b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6));
+      continue;
+    }
     if (p.size.bytes > 0) {
       const sim::CollectivePlan plan = sim::add_collective(graph, topo, cs);
       p.fidelity = plan.fidelity;
@@ -159,6 +206,10 @@ void run(const CollectiveOptions& o) {
     fmt::print("{}", sim::format_json(info, points));
   } else {
     fmt::print("{}", sim::format_nccl_tests(info, points));
+  }
+  if (o.breakdown) {
+    fmt::print("# stack-model breakdown per size (profile {}): algorithm/protocol/channels, layers in us\n", profile.name);
+    for (const auto& line : breakdown_lines) fmt::print("{}\n", line);
   }
 }
 
@@ -190,6 +241,15 @@ void register_collective(CLI::App& app) {
   sub->add_option("--fidelity", o->fidelity, "auto | chunk | step | edge")->capture_default_str();
   sub->add_option("--format", o->format, "nccl-tests | csv | json")->capture_default_str();
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size's flows to this file");
+  sub->add_option("--profile", o->profile,
+                  "Predict with the calibrated stack model: a profile file, a shipped name (h100...), or auto");
+  sub->add_option("--algo", o->algo, "Stack model: force algorithms like NCCL_ALGO");
+  sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
+  sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
+  sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");
+  sub->add_option("--nvls", o->nvls, "Stack model: like NCCL_NVLS_ENABLE (0 or 1)");
+  sub->add_option("--buffsize", o->buffsize, "Stack model: like NCCL_BUFFSIZE");
+  sub->add_flag("--breakdown", o->breakdown, "Stack model: print each layer's contribution per size");
   on_selected(sub, [o] { run(*o); });
 }
 

@@ -62,6 +62,9 @@ void run_validate(const ValidateOptions& o) {
     if (*o.nvls != 0 && *o.nvls != 1) throw InputError(fmt::format("--nvls {}: expected 0 or 1", *o.nvls));
     spec.knobs.env.nvls_enable = *o.nvls;
   }
+  select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
+  if (o.algo) select::apply_nccl_list(*o.algo, "--algo", true, check);
+  if (o.proto) select::apply_nccl_list(*o.proto, "--proto", false, check);
   try {
     select::validate(spec.knobs.env);
   } catch (const InputError& e) {

@@ -100,6 +100,9 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
                                    flag, text, key));
     }
   }
+  select::EnableMatrix check;  // an unknown algorithm / protocol is an error naming the input
+  if (spec.knobs.env.algo) select::apply_nccl_list(*spec.knobs.env.algo, fmt::format("{} {}: algo", flag, text), true, check);
+  if (spec.knobs.env.proto) select::apply_nccl_list(*spec.knobs.env.proto, fmt::format("{} {}: proto", flag, text), false, check);
   select::validate(spec.knobs.env);
   return spec;
 }

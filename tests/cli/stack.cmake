@@ -40,3 +40,15 @@ commstack_cli_error_test(NAME stack_calibrate_mixed_generations
 commstack_cli_error_test(NAME stack_calibrate_no_cluster
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --output /dev/null
   MATCH "commstack: error: .*dgxc-benchmarking.txt: cannot use this run: no cluster given")
+commstack_cli_test(NAME stack_collective_profile_breakdown
+  ARGS collective --cluster dgx-h100 --nodes 1 --gpus-per-node 8 --profile auto -b 4M -e 4M --breakdown
+  MATCH "# +4194304 NVLS/Simple/16 launch [0-9.]+ alg-lat")
+commstack_cli_test(NAME stack_collective_forced_ring
+  ARGS collective --cluster dgx-h100 --nodes 2 --profile h100 --algo ring --proto simple -b 1G -e 1G --breakdown
+  MATCH "1073741824 Ring/Simple/16")
+commstack_cli_error_test(NAME stack_collective_breakdown_needs_profile
+  ARGS collective --cluster dgx-h100 --nodes 1 --breakdown
+  MATCH "commstack: error: --breakdown/--algo.* need the stack model: add --profile auto")
+commstack_cli_error_test(NAME stack_collective_bad_algo
+  ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --algo warp
+  MATCH "commstack: error: --algo: unknown algorithm .warp.")
