@@ -1,0 +1,91 @@
+// calibration/fit/bench_json: a bench report becomes nccl-tests-style rows for the fitting code.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "calibration/fit/bench_json.hpp"
+#include "common/error.hpp"
+
+using namespace commstack;
+
+namespace {
+
+bench::BenchReport two_node_report() {
+  bench::BenchReport r;
+  r.machine.gpu_model = "NVIDIA H100 80GB HBM3";
+  r.machine.sm = 90;
+  r.machine.driver_version = "13.0";
+  r.machine.cuda_runtime = "13.0";
+  r.machine.nccl_version = "2.28.9";
+  r.machine.nodes = 2;
+  r.machine.gpus_per_node = 2;
+  r.machine.nranks = 4;
+  r.machine.hostnames = {"a", "a", "b", "b"};
+  r.machine.launcher = "mpi";
+  r.settings = {"standard", 5, 20, 5, "float", ""};
+  auto point = [](std::uint64_t bytes, double us, int n) {
+    bench::CollectivePoint p;
+    p.bytes = bytes;
+    p.count = bytes / 4;
+    p.time_us = bench::summarize(std::vector<double>{us * 0.99, us, us * 1.05});
+    p.algbw_GBps = static_cast<double>(bytes) / (us * 1e3);
+    p.busbw_GBps = p.algbw_GBps * bench::bus_factor(bench::Op::all_reduce, n);
+    return p;
+  };
+  bench::CollectiveSeries def;
+  def.points = {point(1024, 20.0, 4), point(1 << 20, 60.0, 4)};
+  bench::CollectiveSeries tree = def;
+  tree.algo = bench::Algo::tree;
+  tree.proto = bench::Proto::ll128;
+  tree.points[0].time_us = bench::summarize(std::vector<double>{15.0});
+  bench::CollectiveSeries failed;
+  failed.algo = bench::Algo::nvls_tree;
+  failed.proto = bench::Proto::simple;
+  failed.status = "ncclInvalidUsage";
+  r.collectives = {def, tree, failed};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bench: bench JSON converts to nccl-tests rows with rank layout") {
+  const auto series = fit::bench_series(two_node_report(), "b.json");
+  REQUIRE(series.size() == 2);  // the failed series is left out
+  const auto& r = series[0].result;
+  CHECK(r.op == fit::NcclTestsOp::all_reduce);
+  CHECK(r.n_ranks == 4);
+  CHECK(r.n_hosts == 2);
+  CHECK(r.gpus_per_node == 2);
+  CHECK(r.ranks_complete);
+  CHECK(r.ranks.at(3).device == 1);
+  CHECK(r.ranks.at(2).host == "b");
+  CHECK(r.nccl_version == "2.28.9");
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[1].size_bytes == (1u << 20));
+  CHECK(r.rows[1].out_of_place->time_us == 60.0);
+  CHECK(r.rows[1].out_of_place->busbw_GBps.value() == doctest::Approx((1 << 20) / 60e3 * 1.5));
+  CHECK(r.rows[0].redop == "sum");
+  CHECK(series[1].algo == "tree");
+  CHECK(series[1].proto == "ll128");
+  CHECK(series[1].result.rows[0].out_of_place->time_us == 15.0);
+}
+
+TEST_CASE("bench: select a bench series by op, algorithm, protocol and channels") {
+  const std::string path = "test_bench_json_select.json";
+  {
+    std::ofstream out(path);
+    out << bench::dump_report(two_node_report());
+  }
+  CHECK(fit::is_bench_json(path));
+  CHECK_FALSE(fit::is_bench_json(std::string(COMMSTACK_SOURCE_DIR) + "/CMakeLists.txt"));
+  CHECK_FALSE(fit::is_bench_json("/nonexistent.json"));
+  const auto s = fit::select_bench_series(path, fit::NcclTestsOp::all_reduce, "Tree", "LL128");
+  CHECK(s.result.rows[0].out_of_place->time_us == 15.0);
+  CHECK_THROWS_WITH_AS(fit::select_bench_series(path, fit::NcclTestsOp::all_gather), doctest::Contains("all_reduce/tree/ll128/0"),
+                       InputError);
+  CHECK_THROWS_AS(fit::select_bench_series(path, fit::NcclTestsOp::all_reduce, "nvls_tree", "simple"), InputError);
+  CHECK_THROWS_AS(fit::select_bench_series(path, fit::NcclTestsOp::all_reduce, "warp", "simple"), InputError);
+  std::remove(path.c_str());
+}
