@@ -2,14 +2,18 @@
 
 #include <atomic>
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
 #include <xbt/log.h>
 
 #include "sim/fabric/topology_zone.hpp"
@@ -33,7 +37,11 @@ std::vector<std::string> engine_args() {
           "--cfg=network/model:CM02",
           "--cfg=network/crosstraffic:0",
           "--cfg=network/TCP-gamma:1e18",
-          "--cfg=surf/precision:1e-12"};
+          "--cfg=surf/precision:1e-12",
+          // Actors (used for large batches of independent flows, see launch_roots_with_actors)
+          // need little stack; no guard page keeps thousands of them under vm.max_map_count.
+          "--cfg=contexts/stack-size:32",
+          "--cfg=contexts/guard-size:0"};
 }
 
 }  // namespace
@@ -56,6 +64,7 @@ struct Simulator::Impl {
   double t0 = 0;
 
   void launch(int id, double now);
+  void launch_roots_with_actors(const std::vector<int>& roots);
   void start_transfer(int id);
   void sent(int id);     // transfer done: release Dep::sent successors, start the latency
   void arrived(int id);  // latency done: release Dep::arrival successors
@@ -69,6 +78,60 @@ void Simulator::Impl::launch(int id, double now) {
     simgrid::kernel::timer::Timer::set(now + f.delay_s, [this, id] { start_transfer(id); });
   } else {
     start_transfer(id);
+  }
+}
+
+// SimGrid 3.32 appends every host-to-host (detached) comm to one list of the maestro and removes
+// it with std::list::remove on completion: O(flows in flight) per completion, quadratic overall
+// (32k concurrent flows of a 4096-GPU ring at edge fidelity took 150 s). Comms between mailboxes
+// are listed on their sender and receiver actors instead, a few each. So a large batch of flows
+// that are ready at the start of a run (no predecessors) is started by one sender actor per
+// source GPU and drained by one receiver actor per destination GPU; completions go through the
+// same on_completion callback (only the sender's comm carries the flow id) and everything after
+// the transfer (latency timers, successors) is unchanged.
+void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
+  std::map<int, std::vector<int>> by_src;
+  std::map<int, int> incoming;
+  for (int id : roots) {
+    const Flow& f = graph->flow(id);
+    by_src[f.src].push_back(id);
+    ++incoming[f.dst];
+  }
+  for (const auto& [src, ids] : by_src) {
+    std::vector<int> mine = ids;
+    simgrid::s4u::Actor::create("tx" + std::to_string(src), zone->host(src), [this, mine] {
+      std::vector<simgrid::s4u::CommPtr> comms;
+      comms.reserve(mine.size());
+      for (int id : mine) {
+        const Flow& f = graph->flow(id);
+        start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
+        auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
+        // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
+        void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
+        auto comm = box->put_init(tag, static_cast<std::uint64_t>(std::llround(f.bytes)));
+        comm->set_data(tag);
+        comm->start();
+        comms.push_back(std::move(comm));
+      }
+      // wait_any reports each comm (on_completion) at the time it finished; wait_all would
+      // report them in vector order, some late.
+      while (!comms.empty()) {
+        const auto k = simgrid::s4u::Comm::wait_any(comms);
+        comms.erase(comms.begin() + k);
+      }
+    });
+  }
+  for (const auto& [dst, count] : incoming) {
+    const int expected = count;
+    const int d = dst;
+    simgrid::s4u::Actor::create("rx" + std::to_string(d), zone->host(d), [expected, d] {
+      auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(d));
+      std::vector<simgrid::s4u::CommPtr> comms;
+      std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
+      comms.reserve(static_cast<std::size_t>(expected));
+      for (auto& slot : received) comms.push_back(box->get_async<void>(&slot));
+      simgrid::s4u::Comm::wait_all(comms);
+    });
   }
 }
 
@@ -185,8 +248,25 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   s.finished = 0;
   s.t0 = simgrid::s4u::Engine::get_clock();
   for (auto& g : s.group_end_s) g = s.t0;
+  std::vector<int> actor_roots;
   for (std::size_t i = 0; i < n; ++i) {
-    if (s.adj.predecessor_count[i] == 0) s.launch(static_cast<int>(i), s.t0);
+    if (s.adj.predecessor_count[i] != 0) continue;
+    const Flow& f = graph.flow(static_cast<int>(i));
+    // Delayed flows keep their timer (maestro path); the actors start their flows at once.
+    if (f.src != f.dst && std::llround(f.bytes) > 0 && f.delay_s <= 0) actor_roots.push_back(static_cast<int>(i));
+  }
+  if (static_cast<long long>(actor_roots.size()) >= actor_threshold_) {
+    for (int id : actor_roots) s.ready_s[static_cast<std::size_t>(id)] = s.t0;
+    s.launch_roots_with_actors(actor_roots);
+    std::vector<bool> by_actor(n, false);
+    for (int id : actor_roots) by_actor[static_cast<std::size_t>(id)] = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (s.adj.predecessor_count[i] == 0 && !by_actor[i]) s.launch(static_cast<int>(i), s.t0);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (s.adj.predecessor_count[i] == 0) s.launch(static_cast<int>(i), s.t0);
+    }
   }
   s.engine->run();
   const bool complete = s.finished == static_cast<long long>(n);

@@ -49,6 +49,11 @@ public:
   RunResult run(const FlowGraph& graph, bool record_flows = false);
 
   const topologies::Topology& topology() const { return topo_; }
+
+  // Flows ready at the start of a run are started by SimGrid actors instead of host-to-host
+  // comms when there are at least this many (SimGrid 3.32's per-completion cost is linear in the
+  // host-to-host comms in flight). Both paths give identical times (test_sim_actor_path.cpp).
+  void set_actor_threshold(long long flows) { actor_threshold_ = flows; }
   // One-way latency of the route between two GPU ranks (0 when equal).
   double route_latency(int src_gpu, int dst_gpu) const;
 
@@ -57,6 +62,7 @@ public:
 private:
   const topologies::Topology& topo_;
   std::unique_ptr<Impl> impl_;
+  long long actor_threshold_ = 2048;
 };
 
 }  // namespace commstack::sim
