@@ -24,3 +24,13 @@ if(TARGET commstack-bench)
   set_tests_properties(cli.bench_plan_standard PROPERTIES
                        PASS_REGULAR_EXPRESSION "all_reduce +algo nvls_tree +proto simple.*GPU-minutes")
 endif()
+if(TARGET commstack_profiler_selftest)
+  add_test(NAME cli.bench_profiler_plugin
+           COMMAND $<TARGET_FILE:commstack_profiler_selftest> $<TARGET_FILE:nccl-profiler-commstack>
+                   ${CMAKE_CURRENT_BINARY_DIR}/bench-profiler-selftest)
+  set_tests_properties(cli.bench_profiler_plugin PROPERTIES PASS_REGULAR_EXPRESSION "plugin selftest: ok")
+endif()
+# The launcher script validates its own flags before looking for a binary or a GPU.
+add_test(NAME cli.bench_run_script_bad_flag
+         COMMAND ${CMAKE_COMMAND} -DEXE=${PROJECT_SOURCE_DIR}/calibration/bench/run-bench.sh "-DARGS=--nodes\\;two"
+                 "-DMATCH=run-bench.sh: error: --nodes: expected an integer" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake)
