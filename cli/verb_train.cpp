@@ -107,8 +107,7 @@ void run(const TrainOptions& o) {
     throw InputError(fmt::format("--precision fp8: compute profile {} has no FP8 peak", setup.compute.name));
   }
   workloads::check_fits(workloads::estimate_memory(model, par), setup.compute.memory_bytes,
-                        fmt::format("{} ({:.0f} GiB, compute profile {})", spec.node.gpu_model,
-                                    setup.compute.memory_bytes / (1024.0 * 1024 * 1024), setup.compute.name));
+                        fmt::format("{} (compute profile {})", spec.node.gpu_model, setup.compute.name));
   if (o.channels != "auto") setup.comm.channels = static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
   setup.comm.fidelity = sim::fidelity_from_string(o.fidelity);
   setup.fold = !o.no_fold;

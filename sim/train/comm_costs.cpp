@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace commstack::sim::train {
 namespace {
@@ -23,6 +24,10 @@ double chunk_for(CollectiveOp op) {
   return op == CollectiveOp::alltoall ? 0.0 : 2.0 * 1024 * 1024;
 }
 
+// Flows one collective simulation may hold at the automatic fidelity, all siblings together
+// (a training iteration has tens of distinct collectives; each SimGrid run stays ~1 s).
+constexpr long long kSiblingFlowBudget = 100'000;
+
 }  // namespace
 
 CommCosts::CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings)
@@ -43,10 +48,18 @@ double CommCosts::collective(workloads::GroupKind kind, workloads::Collective op
   const auto key = std::make_tuple(static_cast<int>(kind), static_cast<int>(op), bytes);
   if (auto it = coll_cache_.find(key); it != coll_cache_.end()) return it->second;
   double t = 0;
-  const auto groups = layout_.groups(kind);
+  // Siblings: every group of the kind inside pipeline stage 0. Groups of other stages run at other
+  // moments (stages reach their gradient reduction one after another) on other nodes, and the
+  // topology is taken as symmetric across stages (the assumption rank folding already makes).
+  // Groups spanning stages (embedding) are all taken.
+  std::vector<std::vector<int>> groups;
+  for (auto& grp : layout_.groups(kind)) {
+    bool stage0 = true;
+    for (int r : grp) stage0 = stage0 && layout_.coord(r).pp == 0;
+    if (stage0 || kind == workloads::GroupKind::embedding || kind == workloads::GroupKind::pp) groups.push_back(std::move(grp));
+  }
   if (bytes > 0 && !groups.empty() && groups.front().size() > 1) {
-    FlowGraph graph;
-    int g = 0;
+    std::vector<CollectiveSpec> specs;
     for (const auto& ranks : groups) {
       CollectiveSpec spec;
       spec.op = to_sim_op(op);
@@ -56,9 +69,24 @@ double CommCosts::collective(workloads::GroupKind kind, workloads::Collective op
       spec.chunk_bytes = chunk_for(spec.op);
       spec.fidelity = settings_.fidelity;
       spec.step_overhead_s = settings_.step_overhead_s;
-      spec.group = g++;
-      add_collective(graph, sim_.topology(), spec);
+      spec.group = static_cast<int>(specs.size());
+      specs.push_back(std::move(spec));
     }
+    if (settings_.fidelity == Fidelity::automatic) {
+      // The finest level whose flows, all siblings together, fit the budget.
+      Fidelity level = Fidelity::edge;
+      for (Fidelity f : {Fidelity::chunk, Fidelity::step}) {
+        CollectiveSpec probe = specs.front();
+        probe.fidelity = f;
+        if (plan_collective(sim_.topology(), probe).flows * static_cast<long long>(specs.size()) <= kSiblingFlowBudget) {
+          level = f;
+          break;
+        }
+      }
+      for (auto& spec : specs) spec.fidelity = level;
+    }
+    FlowGraph graph;
+    for (const auto& spec : specs) add_collective(graph, sim_.topology(), spec);
     const RunResult r = sim_.run(graph);
     t = r.duration_s;
     ++simulations_;

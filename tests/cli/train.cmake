@@ -1,0 +1,37 @@
+# commstack train: end-to-end runs and input errors.
+commstack_cli_test(NAME train.text
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 2 --dp 4 --global-batch 64 --micro-batch 4 --recompute full
+  MATCH "iteration time +[0-9.]+ s.*MFU.*PP bubble")
+commstack_cli_test(NAME train.json
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 2 --dp 4 --global-batch 64 --format json
+  MATCH "\"iteration_s\": [0-9.]+.*\"breakdown_s\"")
+commstack_cli_test(NAME train.trace
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 2 --pp 2 --dp 2 --global-batch 8 --trace ${CMAKE_CURRENT_BINARY_DIR}/train-trace.json
+  MATCH "tokens/s")
+commstack_cli_error_test(NAME train.tp_not_dividing_heads
+  ARGS train --cluster dgx-a100 --nodes 5 --model megatron-1.7b --tp 5 --pp 1 --dp 8
+  MATCH "tp.*does not divide the 24 attention heads")
+commstack_cli_error_test(NAME train.pp_not_dividing_layers
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 1 --pp 16 --dp 1
+  MATCH "pp.*does not divide the 24 layers")
+commstack_cli_error_test(NAME train.gpu_count_mismatch
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 2 --dp 2
+  MATCH "tp\\*pp\\*dp\\*cp = 2\\*2\\*2\\*1 = 8 but the cluster has 16 GPUs")
+commstack_cli_error_test(NAME train.out_of_memory
+  ARGS train --cluster dgx-a100 --nodes 1 --model korthikanti-175b --tp 8 --pp 1 --dp 1
+  MATCH "memory: pipeline stage 0 needs 377.0 GiB per GPU.*has 74.5 GiB")
+commstack_cli_error_test(NAME train.bad_precision
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --precision fp4
+  MATCH "--precision: unknown 'fp4'")
+commstack_cli_error_test(NAME train.fp8_on_a100
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --precision fp8
+  MATCH "fp8")
+commstack_cli_error_test(NAME train.bad_number
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp eight
+  MATCH "--tp: 'eight' is not a whole number")
+commstack_cli_error_test(NAME train.unknown_model
+  ARGS train --cluster dgx-a100 --nodes 1 --model gpt-5 --tp 8
+  MATCH "gpt-5")
+commstack_cli_error_test(NAME train.bad_compute_profile
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --compute-profile nope.json
+  MATCH "--compute-profile: 'nope.json'")
