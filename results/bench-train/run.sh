@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Wall time and peak RSS of one simulated training iteration (commstack train), at two scales.
+# usage: results/bench-train/run.sh [path/to/commstack]   (from the repository root)
+set -euo pipefail
+exe=${1:-build/commstack}
+here=$(dirname "$0")
+run() {
+  local name=$1; shift
+  /usr/bin/time -v "$exe" train "$@" --format json > "$here/$name.json" 2> "$here/$name.time"
+  python3 - "$here/$name.json" "$here/$name.time" "$name" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1])); t = open(sys.argv[2]).read()
+wall = re.search(r"Elapsed \(wall clock\) time.*: (.*)", t).group(1)
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
+print(f"{sys.argv[3]}: {d['gpus']} GPUs, wall {wall}, peak RSS {rss / 1024 / 1024:.2f} GiB, "
+      f"{d['simulations']} SimGrid runs, {d['flows']} flows, iteration {d['iteration_s']:.3f} s, MFU {100 * d['mfu']:.1f}%")
+PY
+}
+run gpt3-175b-1024 --cluster dgx-a100 --nodes 128 --model korthikanti-175b --tp 8 --pp 8 --dp 16 \
+  --global-batch 1536 --micro-batch 1 --recompute full
+run llama3-405b-16384 --cluster dgx-h100 --nodes 2048 --model "$here/llama3-405b-128l.json" --tp 8 --pp 16 --dp 128 \
+  --global-batch 2048 --micro-batch 1 --recompute selective --sequence-parallel --zero 1
