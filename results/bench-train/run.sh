@@ -19,4 +19,4 @@ PY
 run gpt3-175b-1024 --cluster dgx-a100 --nodes 128 --model korthikanti-175b --tp 8 --pp 8 --dp 16 \
   --global-batch 1536 --micro-batch 1 --recompute full
 run llama3-405b-16384 --cluster dgx-h100 --nodes 2048 --model "$here/llama3-405b-128l.json" --tp 8 --pp 16 --dp 128 \
-  --global-batch 2048 --micro-batch 1 --recompute selective --sequence-parallel --zero 1
+  --global-batch 2048 --micro-batch 1 --recompute full --sequence-parallel --zero 1
