@@ -1,14 +1,5 @@
 # End-to-end tests of `commstack collective` (cli/verb_collective.cpp).
 
-# Like commstack_cli_error_test() but passing the argument list unescaped (see tests/cli/topo.cmake:
-# the shared helper currently hands the command one joined argument).
-function(collective_cli_error_test)
-  cmake_parse_arguments(T "" "NAME;MATCH" "ARGS" ${ARGN})
-  add_test(NAME cli.${T_NAME}
-           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:commstack> "-DARGS=${T_ARGS}" "-DMATCH=${T_MATCH}"
-                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-endfunction()
 
 # The README's main job (shortened sweep): nccl-tests header and a row per size.
 commstack_cli_test(NAME collective.readme_job
@@ -39,23 +30,23 @@ commstack_cli_test(NAME collective.sendrecv_trace
        --channels 2 --step-overhead 1us --trace ${CMAKE_CURRENT_BINARY_DIR}/collective-trace.json
   MATCH "     1048576        262144     float    none      -1 ")
 
-collective_cli_error_test(NAME collective.negative_size
+commstack_cli_error_test(NAME collective.negative_size
   ARGS collective --cluster dgx-h100 --min-bytes -1 MATCH "commstack: error: --min-bytes: '-1' is negative")
-collective_cli_error_test(NAME collective.min_above_max
+commstack_cli_error_test(NAME collective.min_above_max
   ARGS collective --cluster dgx-h100 --min-bytes 1G --max-bytes 1M MATCH "--min-bytes 1G is larger than --max-bytes 1M")
-collective_cli_error_test(NAME collective.step_factor_1
+commstack_cli_error_test(NAME collective.step_factor_1
   ARGS collective --cluster dgx-h100 --step-factor 1 MATCH "--step-factor: 1 is out of range; expected 2 to")
-collective_cli_error_test(NAME collective.zero_nodes
+commstack_cli_error_test(NAME collective.zero_nodes
   ARGS collective --cluster dgx-h100 --nodes 0 MATCH "--nodes: 0 is out of range; expected 1 to")
-collective_cli_error_test(NAME collective.bad_op
+commstack_cli_error_test(NAME collective.bad_op
   ARGS collective --cluster dgx-h100 --op allreduse MATCH "--op: unknown collective 'allreduse'; expected one of allreduce")
-collective_cli_error_test(NAME collective.bad_format
+commstack_cli_error_test(NAME collective.bad_format
   ARGS collective --cluster dgx-h100 --format xml MATCH "--format: unknown format 'xml'")
-collective_cli_error_test(NAME collective.bad_fidelity
+commstack_cli_error_test(NAME collective.bad_fidelity
   ARGS collective --cluster dgx-h100 --fidelity coarse MATCH "--fidelity: unknown level 'coarse'")
-collective_cli_error_test(NAME collective.bad_channels
+commstack_cli_error_test(NAME collective.bad_channels
   ARGS collective --cluster dgx-h100 --channels 0 MATCH "--channels: 0 is out of range; expected 1 to 64")
-collective_cli_error_test(NAME collective.unknown_cluster
+commstack_cli_error_test(NAME collective.unknown_cluster
   ARGS collective --cluster no-such-cluster MATCH "commstack: error: .*no-such-cluster")
-collective_cli_error_test(NAME collective.bad_size_suffix
+commstack_cli_error_test(NAME collective.bad_size_suffix
   ARGS collective --cluster dgx-h100 --max-bytes 3X MATCH "--max-bytes: unknown size suffix")

@@ -1,6 +1,4 @@
 # Runs EXE with ARGS; passes only if it exits non-zero, does not crash (signal), and stderr matches MATCH.
-# The caller escapes ';' to pass the list through -D; turn it back into a list.
-string(REPLACE "\\;" ";" ARGS "${ARGS}")
 string(REPLACE "@@" ";" ARGS "${ARGS}")
 execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
 if(rc EQUAL 0)

@@ -1,16 +1,5 @@
 # commstack topo: presets, overrides, formats, Graphviz output and input errors.
 
-# commstack_cli_error_test() (tests/CMakeLists.txt) escapes the ';' between arguments, so the
-# command receives them as ONE argument ("topo;--cluster;...") and every such test fails on
-# CLI11's "A subcommand is required". Until that is fixed there, this local variant passes the
-# list unescaped inside one quoted -D argument, which the -P script splits back into arguments.
-function(topo_cli_error_test)
-  cmake_parse_arguments(T "" "NAME;MATCH" "ARGS" ${ARGN})
-  add_test(NAME cli.${T_NAME}
-           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:commstack> "-DARGS=${T_ARGS}" "-DMATCH=${T_MATCH}"
-                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-endfunction()
 commstack_cli_test(NAME topo.list ARGS topo --list-presets MATCH "dgx-h100 +DGX H100 SuperPOD")
 commstack_cli_test(NAME topo.h100 ARGS topo --cluster dgx-h100
                    MATCH "GPUs: +16 \\(2 nodes x 8\\).*diameter: +6 hops.*bisection: +400\\.0 GB/s.*injection: +50\\.0 GB/s")
@@ -23,18 +12,18 @@ commstack_cli_test(NAME topo.torus_nodes ARGS topo --cluster angara-torus --node
 commstack_cli_test(NAME topo.file ARGS topo --cluster topologies/presets/gh200-slingshot.json --gpus-per-node 2
                    MATCH "GPUs: +4 \\(2 nodes x 2\\)")
 commstack_cli_test(NAME topo.dot ARGS topo --cluster dgx-h100 --dot ${CMAKE_BINARY_DIR}/topo-test.dot MATCH "GPUs: +16")
-topo_cli_error_test(NAME topo.unknown_preset ARGS topo --cluster dgx-h1000
+commstack_cli_error_test(NAME topo.unknown_preset ARGS topo --cluster dgx-h1000
                          MATCH "commstack: error: --cluster dgx-h1000: neither a preset nor a readable file; known presets")
-topo_cli_error_test(NAME topo.missing_file ARGS topo --cluster /nonexistent/cluster.json
+commstack_cli_error_test(NAME topo.missing_file ARGS topo --cluster /nonexistent/cluster.json
                          MATCH "commstack: error: /nonexistent/cluster.json: cannot open the cluster file")
-topo_cli_error_test(NAME topo.zero_nodes ARGS topo --cluster dgx-h100 --nodes 0
+commstack_cli_error_test(NAME topo.zero_nodes ARGS topo --cluster dgx-h100 --nodes 0
                          MATCH "commstack: error: --nodes: expected a node count >= 1, got 0")
-topo_cli_error_test(NAME topo.no_cluster ARGS topo MATCH "commstack: error: --cluster: required")
-topo_cli_error_test(NAME topo.bad_format ARGS topo --cluster dgx-h100 --format xml MATCH "--format")
-topo_cli_error_test(NAME topo.malformed ARGS topo --cluster tests/cli/topo-malformed.json
+commstack_cli_error_test(NAME topo.no_cluster ARGS topo MATCH "commstack: error: --cluster: required")
+commstack_cli_error_test(NAME topo.bad_format ARGS topo --cluster dgx-h100 --format xml MATCH "--format")
+commstack_cli_error_test(NAME topo.malformed ARGS topo --cluster tests/cli/topo-malformed.json
                          MATCH "commstack: error: tests/cli/topo-malformed.json: malformed JSON")
-topo_cli_error_test(NAME topo.unknown_field ARGS topo --cluster tests/cli/topo-unknown-field.json
+commstack_cli_error_test(NAME topo.unknown_field ARGS topo --cluster tests/cli/topo-unknown-field.json
                          MATCH "commstack: error: tests/cli/topo-unknown-field.json: /fabric/radix: unknown field")
-topo_cli_error_test(NAME topo.dot_unwritable ARGS topo --cluster dgx-h100 --dot /nonexistent/dir/x.dot
+commstack_cli_error_test(NAME topo.dot_unwritable ARGS topo --cluster dgx-h100 --dot /nonexistent/dir/x.dot
                          MATCH "commstack: error: --dot /nonexistent/dir/x.dot: cannot open")
 commstack_cli_test(NAME topo.list_alias ARGS topo --list MATCH "angara-torus +Angara 4D torus")
