@@ -153,8 +153,11 @@ int run(ProcessGroup& pg, const Options& o, const LaunchEnv& env) {
     const int mine = ctx.local_index[static_cast<std::size_t>(pg.rank())];
     int on_host = 0;
     for (const auto& h : ctx.hostnames) on_host += h == host;
-    if (const std::string m = gpu_shortage(on_host, visible, host); !m.empty()) throw EnvError(m);
-    ctx.locals.push_back({pg.rank(), mine});
+    // srun --gpus-per-task / --gpu-bind hands each process exactly one visible GPU: use it. Otherwise
+    // every process sees the node's GPUs and takes the one at its local index.
+    if (visible > 1)
+      if (const std::string m = gpu_shortage(on_host, visible, host); !m.empty()) throw EnvError(m);
+    ctx.locals.push_back({pg.rank(), visible == 1 ? 0 : mine});
   }
 
   BenchReport rep;
