@@ -1,5 +1,7 @@
 #include "calibration/fit/profile_fit.hpp"
 
+#include "calibration/fit/bench_json.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -120,7 +122,20 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     if (hint == NcclTestsOp::unknown)
       throw InputError(fmt::format("{}: op \"{}\" is not an nccl-tests collective", spec.file, *spec.op));
   }
-  const NcclTestsResult log = parse_nccl_tests_file(spec.file, hint);
+  // A commstack-bench JSON holds many series (ops x algorithms x protocols x channel counts): the
+  // run spec's op / algo / proto / max_ctas pick one, exactly as NCCL_ALGO etc. picked it there.
+  NcclTestsResult log;
+  if (is_bench_json(spec.file)) {
+    if (hint == NcclTestsOp::unknown)
+      throw InputError(fmt::format("{}: a commstack-bench file holds several collectives; say which with {}@op=all_reduce",
+                                   spec.file, spec.file));
+    const std::string algo = spec.knobs.env.algo.value_or("default");
+    const std::string proto = spec.knobs.env.proto.value_or("default");
+    const int ctas = spec.knobs.env.min_ctas > 0 && spec.knobs.env.min_ctas == spec.knobs.env.max_ctas ? spec.knobs.env.max_ctas : 0;
+    log = select_bench_series(spec.file, hint, algo, proto, ctas).result;
+  } else {
+    log = parse_nccl_tests_file(spec.file, hint);
+  }
   auto op = op_of(log.op);
   if (!op)
     throw InputError(fmt::format("{}: cannot use this run: its collective ({}) is not one the stack model predicts "

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "calibration/fit/bench_json.hpp"
+#include "calibration/fit/profile_fit.hpp"
 #include "common/error.hpp"
 
 using namespace commstack;
@@ -87,5 +88,24 @@ TEST_CASE("bench: select a bench series by op, algorithm, protocol and channels"
                        InputError);
   CHECK_THROWS_AS(fit::select_bench_series(path, fit::NcclTestsOp::all_reduce, "nvls_tree", "simple"), InputError);
   CHECK_THROWS_AS(fit::select_bench_series(path, fit::NcclTestsOp::all_reduce, "warp", "simple"), InputError);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bench: calibrate's run loader reads a bench series picked by op, algo and proto") {
+  const std::string path = "test_bench_json_calibrate.json";
+  {
+    std::ofstream out(path);
+    out << bench::dump_report(two_node_report());
+  }
+  const auto spec = fit::parse_run_spec(path + "@op=all_reduce,algo=tree,proto=ll128,cluster=dgx-h100", "--input");
+  const auto run = fit::load_measured_run(spec, std::nullopt);
+  CHECK(run.nodes == 2);
+  CHECK(run.gpus_per_node == 2);
+  REQUIRE(run.bytes.size() == 2);
+  CHECK(run.bytes[0] == 1024);
+  CHECK(run.measured_us[0] == 15.0);  // the tree/LL128 series, not the default one (20 us)
+  // Without an op the file is ambiguous: a clear refusal naming the key to add.
+  const auto no_op = fit::parse_run_spec(path + "@cluster=dgx-h100", "--input");
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(no_op, std::nullopt), doctest::Contains("@op="), InputError);
   std::remove(path.c_str());
 }
