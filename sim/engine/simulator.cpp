@@ -55,6 +55,7 @@ struct Simulator::Impl {
   FlowGraph::Adjacency adj;
   std::vector<simgrid::s4u::CommPtr> live;       // keeps each comm alive until it completes
   std::vector<simgrid::s4u::CommPtr> graveyard;  // completed comms, freed at the next completion
+  std::vector<bool> by_actor;  // flow started by launch_roots_with_actors
   std::vector<double> ready_s;
   std::vector<double> start_s;
   std::vector<double> sent_s;
@@ -215,7 +216,14 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
     auto& slot = impl->live[static_cast<std::size_t>(id)];
     impl->graveyard.push_back(std::move(slot));
     slot = nullptr;
-    impl->sent(id);
+    if (impl->by_actor[static_cast<std::size_t>(id)]) {
+      // Reported inside the sender actor's wait_any. Comms that sent() starts from here would
+      // belong to that actor, and SimGrid reports the completion of actor-owned host-to-host comms
+      // to nobody: hand over to the maestro through a timer at the same date.
+      simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock(), [impl, id] { impl->sent(id); });
+    } else {
+      impl->sent(id);
+    }
   });
 }
 
@@ -238,6 +246,7 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   s.graph = &graph;
   s.adj = graph.adjacency();
   s.live.assign(n, nullptr);
+  s.by_actor.assign(n, false);
   s.ready_s.assign(n, 0);
   s.start_s.assign(n, 0);
   s.sent_s.assign(n, 0);
@@ -258,10 +267,9 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   if (static_cast<long long>(actor_roots.size()) >= actor_threshold_) {
     for (int id : actor_roots) s.ready_s[static_cast<std::size_t>(id)] = s.t0;
     s.launch_roots_with_actors(actor_roots);
-    std::vector<bool> by_actor(n, false);
-    for (int id : actor_roots) by_actor[static_cast<std::size_t>(id)] = true;
+    for (int id : actor_roots) s.by_actor[static_cast<std::size_t>(id)] = true;
     for (std::size_t i = 0; i < n; ++i) {
-      if (s.adj.predecessor_count[i] == 0 && !by_actor[i]) s.launch(static_cast<int>(i), s.t0);
+      if (s.adj.predecessor_count[i] == 0 && !s.by_actor[i]) s.launch(static_cast<int>(i), s.t0);
     }
   } else {
     for (std::size_t i = 0; i < n; ++i) {
