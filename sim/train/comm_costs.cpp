@@ -32,9 +32,8 @@ constexpr long long kSiblingFlowBudget = 100'000;
 
 CommCosts::CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings)
     : sim_(sim), layout_(layout), settings_(settings) {
-  // The engine's actor start path (Simulator::set_actor_threshold, commit a44ffb4) loses flows when
-  // a run holds several sibling rings (a 24-rank DP ring x 8 groups at step fidelity ends with
-  // "some flows never became ready"); host-to-host comms are exact, so train keeps to them.
+  // Large batches of sibling rings start from actors (the engine's fast path; it lost successors
+  // before d784728 and is pinned against the host-to-host path by test_sim_actor_path.cpp).
   sim_.set_actor_threshold(settings_.actor_threshold);
   if (settings_.channels > 0) {
     channels_ = settings_.channels;

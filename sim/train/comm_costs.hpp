@@ -20,8 +20,8 @@ struct CommSettings {
   int channels = 0;  // rings per collective; 0: one per NIC of a node (every rail used), at least 1
   Fidelity fidelity = Fidelity::automatic;
   double step_overhead_s = 0;  // per ring step software cost (uncalibrated: 0)
-  // Ready flows at which the engine starts them from actors; off by default (see comm_costs.cpp).
-  long long actor_threshold = 1LL << 60;
+  // Ready flows at which the engine starts them from actors (Simulator::set_actor_threshold).
+  long long actor_threshold = 2048;
 };
 
 class CommCosts {
