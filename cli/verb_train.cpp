@@ -97,6 +97,15 @@ void run(const TrainOptions& o) {
   std::optional<int> nodes;
   if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
   const auto topo = topologies::build_topology(spec, nodes);
+  // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128) when
+  // TP does not divide it (GPT-3's 50257 becomes 51200 at TP8); do the same and say so.
+  if (model.vocab % par.tp != 0) {
+    const std::int64_t multiple = 128LL * par.tp;
+    const std::int64_t padded = (model.vocab + multiple - 1) / multiple * multiple;
+    fmt::print(stderr, "commstack: note: vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)\n",
+               model.name, model.vocab, padded);
+    model.vocab = padded;
+  }
   workloads::validate(model, par, topo.gpu_count(), "train options (--tp/--pp/--dp/--cp/--ep/--*-batch/--seq)");
 
   sim::train::TrainSetup setup;

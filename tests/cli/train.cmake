@@ -35,3 +35,7 @@ commstack_cli_error_test(NAME train.unknown_model
 commstack_cli_error_test(NAME train.bad_compute_profile
   ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --compute-profile nope.json
   MATCH "--compute-profile: 'nope.json'")
+# GPT-3's 50257-token vocabulary is padded to 51200 at TP8, as Megatron does, instead of refused.
+commstack_cli_test(NAME train.vocab_padded
+  ARGS train --cluster dgx-a100 --nodes 8 --model gpt3-175b --tp 8 --pp 8 --dp 1 --global-batch 8 --micro-batch 1 --recompute full
+  MATCH "padded from 50257 to 51200")
