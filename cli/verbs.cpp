@@ -18,6 +18,7 @@ void register_all_verbs(CLI::App& app) {
   register_validate(app);
   register_calibrate(app);
   register_train(app);
+  register_replay(app);
 }
 
 void run_selected_verb(CLI::App& app) {

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev
-  libpugixml-dev
+  libpugixml-dev zlib1g-dev
   libopenmpi-dev  # optional: commstack-bench with one MPI process per GPU (calibration/bench)
   gnuplot-nox python3
 )

@@ -31,7 +31,11 @@ constexpr long long kSiblingFlowBudget = 100'000;
 }  // namespace
 
 CommCosts::CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings)
-    : sim_(sim), layout_(layout), settings_(settings) {
+    : CommCosts(sim, settings) {
+  layout_ = &layout;
+}
+
+CommCosts::CommCosts(Simulator& sim, const CommSettings& settings) : sim_(sim), settings_(settings) {
   // Large batches of sibling rings start from actors (the engine's fast path; it lost successors
   // before d784728 and is pinned against the host-to-host path by test_sim_actor_path.cpp).
   sim_.set_actor_threshold(settings_.actor_threshold);
@@ -48,19 +52,57 @@ CommCosts::CommCosts(Simulator& sim, const workloads::RankLayout& layout, const 
 }
 
 double CommCosts::collective(workloads::GroupKind kind, workloads::Collective op, std::uint64_t bytes) {
+  if (layout_ == nullptr) throw std::logic_error("CommCosts::collective: no rank layout");
   const auto key = std::make_tuple(static_cast<int>(kind), static_cast<int>(op), bytes);
   if (auto it = coll_cache_.find(key); it != coll_cache_.end()) return it->second;
-  double t = 0;
   // Siblings: every group of the kind inside pipeline stage 0. Groups of other stages run at other
   // moments (stages reach their gradient reduction one after another) on other nodes, and the
   // topology is taken as symmetric across stages (the assumption rank folding already makes).
   // Groups spanning stages (embedding) are all taken.
   std::vector<std::vector<int>> groups;
-  for (auto& grp : layout_.groups(kind)) {
+  for (auto& grp : layout_->groups(kind)) {
     bool stage0 = true;
-    for (int r : grp) stage0 = stage0 && layout_.coord(r).pp == 0;
+    for (int r : grp) stage0 = stage0 && layout_->coord(r).pp == 0;
     if (stage0 || kind == workloads::GroupKind::embedding || kind == workloads::GroupKind::pp) groups.push_back(std::move(grp));
   }
+  const double t = simulate(groups, op, bytes);
+  coll_cache_.emplace(key, t);
+  return t;
+}
+
+double CommCosts::p2p(int src, int dst, std::uint64_t bytes) {
+  if (layout_ == nullptr) throw std::logic_error("CommCosts::p2p: no rank layout");
+  const workloads::RankLayout& layout = *layout_;
+  const workloads::RankCoord a = layout.coord(src);
+  const workloads::RankCoord b = layout.coord(dst);
+  // Only the pipeline stage and the CP ring position may differ between the two ends; that shift
+  // applied to every rank of the source stage gives the sibling pairs sending at the same moment.
+  const int cp_size = static_cast<int>(layout.group_of(workloads::GroupKind::cp, src).size());
+  const int cp_shift = ((b.cp - a.cp) % cp_size + cp_size) % cp_size;
+  const auto key = std::make_tuple(a.pp, b.pp, cp_shift, bytes);
+  if (auto it = p2p_cache_.find(key); it != p2p_cache_.end()) return it->second;
+  FlowGraph graph;
+  for (int r = 0; r < layout.world(); ++r) {
+    workloads::RankCoord c = layout.coord(r);
+    if (c.pp != a.pp) continue;
+    workloads::RankCoord d = c;
+    d.pp = b.pp;
+    d.cp = (c.cp + cp_shift) % cp_size;
+    Flow f;
+    f.src = r;
+    f.dst = layout.rank(d);
+    f.bytes = static_cast<double>(bytes);
+    graph.add_flow(f);
+  }
+  const RunResult res = sim_.run(graph);
+  ++simulations_;
+  flows_ += res.flow_count;
+  p2p_cache_.emplace(key, res.duration_s);
+  return res.duration_s;
+}
+
+double CommCosts::simulate(const std::vector<std::vector<int>>& groups, workloads::Collective op, std::uint64_t bytes) {
+  double t = 0;
   if (bytes > 0 && !groups.empty() && groups.front().size() > 1) {
     std::vector<CollectiveSpec> specs;
     for (const auto& ranks : groups) {
@@ -95,37 +137,38 @@ double CommCosts::collective(workloads::GroupKind kind, workloads::Collective op
     ++simulations_;
     flows_ += r.flow_count;
   }
-  coll_cache_.emplace(key, t);
   return t;
 }
 
-double CommCosts::p2p(int src, int dst, std::uint64_t bytes) {
-  const workloads::RankCoord a = layout_.coord(src);
-  const workloads::RankCoord b = layout_.coord(dst);
-  // Only the pipeline stage and the CP ring position may differ between the two ends; that shift
-  // applied to every rank of the source stage gives the sibling pairs sending at the same moment.
-  const int cp_size = static_cast<int>(layout_.group_of(workloads::GroupKind::cp, src).size());
-  const int cp_shift = ((b.cp - a.cp) % cp_size + cp_size) % cp_size;
-  const auto key = std::make_tuple(a.pp, b.pp, cp_shift, bytes);
-  if (auto it = p2p_cache_.find(key); it != p2p_cache_.end()) return it->second;
-  FlowGraph graph;
-  for (int r = 0; r < layout_.world(); ++r) {
-    workloads::RankCoord c = layout_.coord(r);
-    if (c.pp != a.pp) continue;
-    workloads::RankCoord d = c;
-    d.pp = b.pp;
-    d.cp = (c.cp + cp_shift) % cp_size;
-    Flow f;
-    f.src = r;
-    f.dst = layout_.rank(d);
-    f.bytes = static_cast<double>(bytes);
-    graph.add_flow(f);
+double CommCosts::collective_groups(const std::vector<std::vector<int>>& groups, workloads::Collective op,
+                                    std::uint64_t bytes) {
+  auto key = std::make_tuple(groups, static_cast<int>(op), bytes);
+  if (auto it = groups_cache_.find(key); it != groups_cache_.end()) return it->second;
+  const double t = simulate(groups, op, bytes);
+  groups_cache_.emplace(std::move(key), t);
+  return t;
+}
+
+double CommCosts::p2p_pairs(const std::vector<std::pair<int, int>>& pairs, std::uint64_t bytes) {
+  auto key = std::make_pair(pairs, bytes);
+  if (auto it = pairs_cache_.find(key); it != pairs_cache_.end()) return it->second;
+  double t = 0;
+  if (bytes > 0 && !pairs.empty()) {
+    FlowGraph graph;
+    for (const auto& [src, dst] : pairs) {
+      Flow f;
+      f.src = src;
+      f.dst = dst;
+      f.bytes = static_cast<double>(bytes);
+      graph.add_flow(f);
+    }
+    const RunResult res = sim_.run(graph);
+    ++simulations_;
+    flows_ += res.flow_count;
+    t = res.duration_s;
   }
-  const RunResult res = sim_.run(graph);
-  ++simulations_;
-  flows_ += res.flow_count;
-  p2p_cache_.emplace(key, res.duration_s);
-  return res.duration_s;
+  pairs_cache_.emplace(std::move(key), t);
+  return t;
 }
 
 }  // namespace commstack::sim::train

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
@@ -27,6 +29,8 @@ struct CommSettings {
 class CommCosts {
 public:
   CommCosts(Simulator& sim, const workloads::RankLayout& layout, const CommSettings& settings);
+  // Without a Megatron layout (replayed traces): only the explicit-group calls below may be used.
+  CommCosts(Simulator& sim, const CommSettings& settings);
 
   // Seconds one collective of `kind` x `op` x `bytes` takes when every communicator of that kind
   // runs it at once (the slowest sibling's finish).
@@ -35,17 +39,28 @@ public:
   // in pipeline stage and CP index, for all TP/CP/DP coordinates of src's stage) sends too.
   double p2p(int src, int dst, std::uint64_t bytes);
 
+  // Seconds one collective takes on the first of `groups` (GPU ranks of the topology) while every
+  // other group runs the same collective at the same time (siblings sharing the fabric); the
+  // slowest group's finish. Used for communicators read from traces.
+  double collective_groups(const std::vector<std::vector<int>>& groups, workloads::Collective op, std::uint64_t bytes);
+  // Seconds for `bytes` to go over every (src, dst) pair at once (the slowest pair's finish).
+  double p2p_pairs(const std::vector<std::pair<int, int>>& pairs, std::uint64_t bytes);
+
   int simulations() const { return simulations_; }
   long long flows() const { return flows_; }
   int channels() const { return channels_; }
 
 private:
+  double simulate(const std::vector<std::vector<int>>& groups, workloads::Collective op, std::uint64_t bytes);
+
   Simulator& sim_;
-  const workloads::RankLayout& layout_;
+  const workloads::RankLayout* layout_ = nullptr;
   CommSettings settings_;
   int channels_ = 1;
   std::map<std::tuple<int, int, std::uint64_t>, double> coll_cache_;
   std::map<std::tuple<int, int, int, std::uint64_t>, double> p2p_cache_;  // (src stage, dst stage, cp shift, bytes)
+  std::map<std::tuple<std::vector<std::vector<int>>, int, std::uint64_t>, double> groups_cache_;
+  std::map<std::pair<std::vector<std::pair<int, int>>, std::uint64_t>, double> pairs_cache_;
   int simulations_ = 0;
   long long flows_ = 0;
 };

@@ -72,6 +72,26 @@ int OpGraph::communicator(GroupKind kind, const std::vector<int>& ranks_in) {
   return communicators.back().id;
 }
 
+int OpGraph::imported_communicator(const std::string& label, const std::vector<int>& ranks_in) {
+  for (const Communicator& c : communicators) {
+    if (c.imported && c.label == label && c.ranks == ranks_in) return c.id;
+  }
+  Communicator c;
+  c.id = static_cast<int>(communicators.size());
+  c.imported = true;
+  c.label = label;
+  c.ranks = ranks_in;
+  communicators.push_back(std::move(c));
+  return communicators.back().id;
+}
+
+const char* OpGraph::intern(std::string_view text) {
+  if (!names_) names_ = std::make_shared<std::set<std::string, std::less<>>>();
+  auto it = names_->find(text);
+  if (it == names_->end()) it = names_->emplace(text).first;
+  return it->c_str();
+}
+
 void check_graph(const OpGraph& g) {
   auto broken = [](const std::string& msg) { throw std::logic_error("op graph: " + msg); };
   std::map<std::tuple<int, int, std::int64_t>, int> sends, recvs;  // (from, to, tag) -> count
@@ -110,7 +130,8 @@ nlohmann::ordered_json to_json(const OpGraph& g) {
   j["ranks"] = g.ranks;
   auto& comms = j["communicators"] = nlohmann::ordered_json::array();
   for (const Communicator& c : g.communicators) {
-    comms.push_back({{"id", c.id}, {"kind", to_string(c.kind)}, {"ranks", c.ranks}});
+    if (c.imported) comms.push_back({{"id", c.id}, {"kind", "imported"}, {"label", c.label}, {"ranks", c.ranks}});
+    else comms.push_back({{"id", c.id}, {"kind", to_string(c.kind)}, {"ranks", c.ranks}});
   }
   auto& ops = j["ops"] = nlohmann::ordered_json::array();
   for (const Op& op : g.ops) {
@@ -140,6 +161,9 @@ nlohmann::ordered_json to_json(const OpGraph& g) {
       }
     }
     o["deps"] = op.deps;
+    if (op.measured_s >= 0) o["measured_s"] = op.measured_s;
+    if (op.lane >= 0) o["lane"] = op.lane;
+    if (op.host) o["host"] = true;
     ops.push_back(std::move(o));
   }
   return j;

@@ -9,8 +9,17 @@
 // Collective sizes follow the nccl-tests "size" convention: all_reduce = buffer bytes,
 // all_gather = bytes of the gathered output, reduce_scatter = bytes of the full input,
 // all_to_all = bytes each rank sends in total (its share to itself included).
+//
+// Imported traces (workloads/importers/, docs/trace-formats.md) build the same graph: their ops
+// carry the traced duration (Op::measured_s), the traced CUDA stream or CPU thread (Op::lane,
+// Op::host), names owned by the graph (OpGraph::intern), and communicators that are the trace's
+// own process groups (Communicator::imported) rather than Megatron group kinds. Generated graphs
+// leave all of these at their defaults.
 #include <cstdint>
+#include <memory>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -54,12 +63,18 @@ struct Op {
   int peer = -1;            // send/recv partner rank
   std::int64_t tag = -1;    // send/recv matching key: equal on the send and its recv
   std::vector<int> deps;    // op ids on the same rank
+  // imported traces
+  double measured_s = -1;  // traced duration in seconds; < 0: none (generated ops use the compute model)
+  int lane = -1;           // traced CUDA stream id (GPU ops) or CPU thread id (host ops); -1: generated
+  bool host = false;       // a CPU-side op (framework op, CUDA runtime call), not a GPU kernel
 };
 
 struct Communicator {
   int id = -1;
   GroupKind kind = GroupKind::tp;
   std::vector<int> ranks;  // global GPU ranks, sorted
+  bool imported = false;   // a process group read from a trace; `kind` is then meaningless
+  std::string label;       // imported: the trace's name for the group (e.g. a process group name)
 };
 
 struct OpGraph {
@@ -70,6 +85,15 @@ struct OpGraph {
 
   // Returns the id of the communicator with exactly these ranks and kind, adding it if new.
   int communicator(GroupKind kind, const std::vector<int>& ranks);
+  // Imported process group: the id of the imported communicator with this label and these ranks,
+  // adding it if new.
+  int imported_communicator(const std::string& label, const std::vector<int>& ranks);
+  // A stable `const char*` for Op::name holding `text` (names read from traces). The storage is
+  // shared between copies of the graph, so names stay valid as long as any copy lives.
+  const char* intern(std::string_view text);
+
+private:
+  std::shared_ptr<std::set<std::string, std::less<>>> names_;
 };
 
 // Checks ids, deps (existing, same rank, earlier id => acyclic), communicator membership and

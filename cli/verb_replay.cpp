@@ -1,0 +1,126 @@
+// `commstack replay`: replays a recorded trace (Kineto / PyTorch profiler JSON, Chakra JSON, an
+// NCCL_DEBUG=INFO log) on a cluster: measured compute and CPU time are kept, communication is
+// re-simulated on the cluster's topology, and the replayed iteration time is printed next to the
+// traced one (docs/replay.md, docs/trace-formats.md).
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/replay/replay.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/compute/compute_model.hpp"
+#include "workloads/importers/load_trace.hpp"
+
+namespace commstack::cli {
+namespace {
+
+struct ReplayCliOptions {
+  std::string trace, cluster, nodes, scale_dp = "1", compute_profile, traced_gpu, iteration;
+  std::string channels = "auto", fidelity = "auto", format = "text", trace_out;
+};
+
+long long parse_count(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
+  }
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
+  return v;
+}
+
+workloads::ComputeProfile profile_named(const std::string& flag, const std::string& value) {
+  for (const auto& n : workloads::builtin_compute_profile_names()) {
+    if (n == value) return workloads::builtin_compute_profile(n);
+  }
+  if (!std::ifstream(value)) {
+    throw InputError(fmt::format("{}: '{}' is neither a built-in profile ({}) nor a readable file", flag, value,
+                                 fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+  }
+  return workloads::load_compute_profile_file(value);
+}
+
+// The built-in profile of a GPU name as traces and cluster files write it, if any.
+std::optional<std::string> builtin_for_gpu(const std::string& gpu) {
+  auto has = [&](const char* s) { return gpu.find(s) != std::string::npos; };
+  if (has("A100")) return "a100-80gb";
+  if (has("H100")) return "h100-sxm5";
+  if (has("H200")) return "h200-sxm";
+  if (has("B200")) return "b200";
+  return std::nullopt;
+}
+
+void run(const ReplayCliOptions& o) {
+  if (o.format != "text" && o.format != "json") {
+    throw InputError(fmt::format("--format: unknown format '{}'; expected text or json", o.format));
+  }
+  sim::replay::ReplayOptions ro;
+  ro.scale_dp = static_cast<int>(parse_count(o.scale_dp, "--scale-dp", 1, 1 << 16));
+  if (o.channels != "auto") ro.comm.channels = static_cast<int>(parse_count(o.channels, "--channels", 1, 64));
+  ro.comm.fidelity = sim::fidelity_from_string(o.fidelity);
+  const auto spec = topologies::load_cluster(o.cluster);
+
+  workloads::importers::LoadOptions lo;
+  lo.iteration = o.iteration;
+  const auto trace = workloads::importers::load_trace(o.trace, lo);
+
+  const long long needed = static_cast<long long>(std::max(trace.graph.world, 1)) * ro.scale_dp;
+  std::optional<int> nodes;
+  if (!o.nodes.empty()) nodes = static_cast<int>(parse_count(o.nodes, "--nodes", 1, 1 << 20));
+  else nodes = static_cast<int>(std::max<long long>(1, (needed + spec.node.gpus - 1) / spec.node.gpus));
+  const auto topo = topologies::build_topology(spec, nodes);
+
+  if (!o.compute_profile.empty()) {
+    ro.target_gpu = profile_named("--compute-profile", o.compute_profile);
+    if (!o.traced_gpu.empty()) {
+      ro.traced_gpu = profile_named("--traced-gpu", o.traced_gpu);
+    } else if (auto b = builtin_for_gpu(trace.device)) {
+      ro.traced_gpu = workloads::builtin_compute_profile(*b);
+    } else {
+      throw InputError(fmt::format("--compute-profile: the trace names no known GPU ('{}'); pass --traced-gpu with the profile "
+                                   "of the GPU it was recorded on",
+                                   trace.device));
+    }
+  }
+
+  sim::Simulator simulator(topo);
+  const auto result = sim::replay::replay(trace, simulator, ro);
+  const std::string cluster = fmt::format("{} x {} nodes ({} GPUs)", spec.name, topo.nodes, topo.gpu_count());
+  if (o.format == "json") fmt::print("{}\n", sim::replay::to_json(trace, result, cluster).dump(2));
+  else fmt::print("{}", sim::replay::format_text(trace, result, cluster));
+  if (!o.trace_out.empty()) {
+    std::ofstream out(o.trace_out);
+    if (!out) throw InputError(fmt::format("--trace-out: cannot write '{}'", o.trace_out));
+    out << sim::replay::perfetto_trace(trace, result).dump() << "\n";
+    if (!out) throw InputError(fmt::format("--trace-out: writing '{}' failed", o.trace_out));
+  }
+}
+
+}  // namespace
+
+void register_replay(CLI::App& app) {
+  auto opts = std::make_shared<ReplayCliOptions>();
+  CLI::App* sub = app.add_subcommand("replay", "Replay a recorded trace (Kineto, Chakra JSON, NCCL log) on a cluster");
+  sub->add_option("--trace", opts->trace, "Trace file, or a directory of per-rank files")->required();
+  sub->add_option("--cluster", opts->cluster, "Cluster preset name or JSON file")->required();
+  sub->add_option("--nodes", opts->nodes, "Number of nodes (default: enough for the replayed world)");
+  sub->add_option("--scale-dp", opts->scale_dp, "Replicate the traced job K times as data parallel (docs/replay.md)");
+  sub->add_option("--compute-profile", opts->compute_profile,
+                  "Rescale measured GPU compute to this GPU (built-in profile or JSON file; default: keep as traced)");
+  sub->add_option("--traced-gpu", opts->traced_gpu, "Compute profile of the traced GPU (default: from the trace's device)");
+  sub->add_option("--iteration", opts->iteration, "Kineto: ProfilerStep number to replay (default: the last in every file)");
+  sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");
+  sub->add_option("--fidelity", opts->fidelity, "Collective fidelity: auto, chunk, step, edge");
+  sub->add_option("--format", opts->format, "text or json");
+  sub->add_option("--trace-out", opts->trace_out, "Write a Perfetto timeline with the traced and the replayed run");
+  on_selected(sub, [opts] { run(*opts); });
+}
+
+}  // namespace commstack::cli

@@ -1,0 +1,39 @@
+#pragma once
+// What every trace importer returns (Kineto / PyTorch profiler JSON, Chakra JSON, NCCL_DEBUG=INFO
+// logs, OTF2): one iteration of the traced job as the same op graph the workload generator
+// builds (workloads/graph/op_graph.hpp), plus what the trace said about itself. The replay
+// (sim/replay/replay.hpp) runs the graph on a cluster: ops with a traced duration keep it
+// (optionally rescaled to another GPU), collectives and send/recv are re-simulated.
+//
+// Conventions an importer follows:
+// - graph.ranks: the traced ranks (sorted); graph.world: the job's world size (>= every rank).
+//   Communicator members that were not traced behave like the traced ones (the scheduler's
+//   folding rule), so a subset of ranks replays as the whole job.
+// - Every op has measured_s >= 0 (its traced duration, seconds); communication ops keep theirs
+//   too, for the side-by-side timeline and the "traced comm" column, but replay re-simulates them.
+// - Collective instances match across ranks by (communicator, instance): the n-th collective a
+//   rank issues on a process group. Sizes follow op_graph.hpp's nccl-tests convention.
+// - deps only point to earlier op ids of the same rank (check_graph holds).
+// - traced_start_s: per op id, the traced start relative to the rank's iteration start, so
+//   reports can draw the traced timeline next to the replayed one.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workloads/graph/op_graph.hpp"
+
+namespace commstack::workloads {
+
+struct ImportedTrace {
+  OpGraph graph;
+  std::string format;  // "kineto", "chakra", "nccl-log", "otf2"
+  std::string source;  // files read, e.g. "2 files in traces/run1 (rank 0, 1)"
+  std::string device;  // GPU model the trace names (Kineto deviceProperties), "" if unknown
+  std::string iteration;  // which iteration was taken, e.g. "ProfilerStep#5"
+  std::map<int, double> traced_iteration_s;  // per traced rank: the iteration's traced duration
+  double traced_s = 0;                        // the traced iteration time (max over ranks)
+  std::vector<double> traced_start_s;         // per op id (see above); empty if unknown
+  std::vector<std::string> warnings;          // things skipped or assumed, in plain words
+};
+
+}  // namespace commstack::workloads

@@ -1,0 +1,518 @@
+#include "workloads/importers/kineto.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "workloads/importers/json_stream.hpp"
+#include "workloads/importers/trace_graph.hpp"
+
+namespace commstack::workloads::importers {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Numeric field or nullopt (missing, null or not a number).
+std::optional<double> num(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+std::optional<std::int64_t> integer(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end()) return std::nullopt;
+  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
+  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  return std::nullopt;
+}
+std::string str(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+struct Step {
+  std::string name;
+  double ts = 0, dur = 0;
+};
+
+enum class EvKind { runtime, gpu, comm_meta };
+
+struct Event {
+  EvKind kind = EvKind::runtime;
+  std::string name;
+  double ts = 0, dur = 0;  // microseconds, as traced
+  std::int64_t tid = 0;     // CPU thread (runtime, comm_meta)
+  std::int64_t stream = 0;  // CUDA stream (gpu)
+  std::int64_t corr = -1;   // correlation id linking a launch call and its GPU op
+  json args;                // kept only for NCCL kernels and collective metadata ops
+};
+
+// What pass 1 learns about a file.
+struct FileInfo {
+  std::vector<Step> steps;
+  json distributed;
+  std::string device;
+  double first = std::numeric_limits<double>::infinity(), last = -std::numeric_limits<double>::infinity();
+};
+
+bool is_gpu_cat(const std::string& c) {
+  return c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "memcpy" || c == "memset";
+}
+bool is_runtime_cat(const std::string& c) { return c == "cuda_runtime" || c == "cuda_driver" || c == "runtime"; }
+
+FileInfo scan(const std::string& path) {
+  FileInfo info;
+  StreamCallbacks cb;
+  cb.element = [&](json&& e, std::int64_t) {
+    if (!e.is_object()) return;
+    auto ts = num(e, "ts"), dur = num(e, "dur");
+    if (!ts || !dur || str(e, "ph") != "X") return;
+    info.first = std::min(info.first, *ts);
+    info.last = std::max(info.last, *ts + *dur);
+    const std::string name = str(e, "name");
+    if (starts_with(name, "ProfilerStep#")) info.steps.push_back({name, *ts, *dur});
+  };
+  cb.member = [&](const std::string& key, json&& v) {
+    if (key == "distributedInfo" && v.is_object()) info.distributed = std::move(v);
+    if (key == "deviceProperties" && v.is_array() && !v.empty() && v[0].is_object()) info.device = str(v[0], "name");
+  };
+  stream_json_file(path, "traceEvents", cb);
+  std::sort(info.steps.begin(), info.steps.end(), [](const Step& a, const Step& b) { return a.ts < b.ts; });
+  return info;
+}
+
+struct Window {
+  std::string name;
+  double begin = 0, end = 0;
+};
+
+// Collects the events of one iteration window (CPU side inside it; GPU side up to one more
+// window length later, filtered by launch afterwards).
+std::vector<Event> collect(const std::string& path, const Window& w, std::map<std::string, long long>& skipped) {
+  std::vector<Event> out;
+  const double gpu_limit = w.end + (w.end - w.begin);
+  StreamCallbacks cb;
+  cb.element = [&](json&& e, std::int64_t) {
+    if (!e.is_object()) {
+      ++skipped["elements that are not objects"];
+      return;
+    }
+    const std::string ph = str(e, "ph");
+    if (ph != "X") return;  // flows, counters, metadata, instants: not ops
+    const std::string cat = lower(str(e, "cat"));
+    auto ts = num(e, "ts"), dur = num(e, "dur");
+    if (!ts || !dur || *dur < 0) {
+      ++skipped["complete events without a numeric ts/dur"];
+      return;
+    }
+    Event ev;
+    ev.ts = *ts;
+    ev.dur = *dur;
+    ev.name = str(e, "name");
+    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : json::object();
+    ev.corr = integer(args, "correlation").value_or(-1);
+    if (is_runtime_cat(cat)) {
+      if (ev.ts < w.begin || ev.ts > w.end) return;
+      ev.kind = EvKind::runtime;
+      ev.tid = integer(e, "tid").value_or(0);
+    } else if (is_gpu_cat(cat)) {
+      if (ev.ts < w.begin || ev.ts > gpu_limit) return;
+      ev.kind = EvKind::gpu;
+      ev.stream = integer(args, "stream").value_or(integer(e, "tid").value_or(0));
+      if (starts_with(ev.name, "nccl")) ev.args = args;
+    } else if (cat == "cpu_op" || cat == "user_annotation") {
+      if (ev.ts < w.begin || ev.ts > w.end || !args.contains("Collective name")) return;
+      ev.kind = EvKind::comm_meta;
+      ev.tid = integer(e, "tid").value_or(0);
+      ev.args = args;
+    } else {
+      if (cat != "python_function" && cat != "fwdbwd" && cat != "ac2g" && cat != "async_cpu_to_gpu" && cat != "trace" &&
+          cat != "gpu_user_annotation" && cat != "cuda_sync" && cat != "cpu_instant_event" && cat != "python_function") {
+        ++skipped["events of unknown category '" + cat + "'"];
+      }
+      return;
+    }
+    out.push_back(std::move(ev));
+  };
+  stream_json_file(path, "traceEvents", cb);
+  return out;
+}
+
+// Element sizes of the dtype names PyTorch writes in record_param_comms.
+std::optional<int> dtype_bytes(std::string d) {
+  d = lower(d);
+  if (d == "float" || d == "float32" || d == "int" || d == "int32" || d == "uint32") return 4;
+  if (d == "half" || d == "float16" || d == "bfloat16" || d == "short" || d == "int16") return 2;
+  if (d == "double" || d == "float64" || d == "long" || d == "int64" || d == "uint64") return 8;
+  if (d == "byte" || d == "char" || d == "bool" || d == "uint8" || d == "int8" || starts_with(d, "float8")) return 1;
+  return std::nullopt;
+}
+
+// PyTorch's collective names (record_param_comms "Collective name") in op_graph terms.
+enum class CommClass { collective, p2p, other };
+CommClass classify(const std::string& name_in, Collective& c) {
+  const std::string n = lower(name_in);
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("allreduce") || has("all_reduce")) c = Collective::all_reduce;
+  else if (has("allgather") || has("all_gather")) c = Collective::all_gather;
+  else if (has("reducescatter") || has("reduce_scatter")) c = Collective::reduce_scatter;
+  else if (has("alltoall") || has("all_to_all")) c = Collective::all_to_all;
+  else if (has("send") || has("recv")) return CommClass::p2p;
+  else return CommClass::other;
+  return CommClass::collective;
+}
+
+std::optional<std::vector<int>> parse_ranks(const json& v) {
+  json list = v;
+  if (v.is_string()) {
+    list = json::parse(v.get<std::string>(), nullptr, false);
+    if (list.is_discarded()) return std::nullopt;
+  }
+  if (!list.is_array() || list.empty()) return std::nullopt;
+  std::vector<int> r;
+  for (const auto& x : list) {
+    if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > (1 << 24)) return std::nullopt;
+    r.push_back(x.get<int>());
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+struct CommInfo {
+  bool ok = false;
+  Collective op = Collective::none;
+  CommClass cls = CommClass::other;
+  std::uint64_t bytes = 0;
+  std::string label;
+  std::vector<int> ranks;
+  std::string why;  // why it is not re-simulated
+};
+
+CommInfo comm_info(const json& args, int rank, int world) {
+  CommInfo ci;
+  const std::string cname = str(args, "Collective name");
+  if (cname.empty()) {
+    ci.why = "no collective name";
+    return ci;
+  }
+  ci.cls = classify(cname, ci.op);
+  if (ci.cls != CommClass::collective) {
+    ci.why = ci.cls == CommClass::p2p ? "point-to-point without a peer in the trace" : "collective '" + cname + "' not modelled";
+    return ci;
+  }
+  const auto elem = dtype_bytes(str(args, "dtype"));
+  const auto in = integer(args, "In msg nelems"), out = integer(args, "Out msg nelems");
+  const auto n = ci.op == Collective::all_gather ? out : in;
+  if (!elem || !n || *n < 0) {
+    ci.why = "no message size or dtype";
+    return ci;
+  }
+  ci.bytes = static_cast<std::uint64_t>(*n) * static_cast<std::uint64_t>(*elem);
+  const auto size = integer(args, "Group size");
+  if (args.contains("Process Group Ranks")) {
+    if (auto r = parse_ranks(args["Process Group Ranks"])) ci.ranks = *r;
+  }
+  if (ci.ranks.empty() && size && *size > 0) {
+    // No rank list: a strided range from "Global rank start/stride" when given, else the aligned
+    // block of `size` ranks that holds this rank (documented assumption).
+    const auto start = integer(args, "Global rank start"), stride = integer(args, "Global rank stride");
+    const std::int64_t st = stride.value_or(1) > 0 ? stride.value_or(1) : 1;
+    const std::int64_t first = start ? *start : rank / *size * *size;
+    for (std::int64_t i = 0; i < *size; ++i) ci.ranks.push_back(static_cast<int>(first + i * st));
+  }
+  if (ci.ranks.empty()) {
+    ci.why = "no process group";
+    return ci;
+  }
+  if (ci.ranks.size() < 2) {
+    ci.why = "process group of one rank";
+    return ci;
+  }
+  if (!std::binary_search(ci.ranks.begin(), ci.ranks.end(), rank) || ci.ranks.back() >= std::max(world, 1 << 24)) {
+    ci.why = "process group does not contain the file's rank";
+    return ci;
+  }
+  std::string pg = str(args, "Process Group Name");
+  if (pg.empty() && args.contains("Process Group ID")) pg = args["Process Group ID"].dump();
+  ci.label = pg.empty() ? "pg" : "pg " + pg;
+  ci.ok = true;
+  return ci;
+}
+
+struct RankFile {
+  std::string path;
+  FileInfo info;
+  int rank = -1;
+  int world = 0;
+};
+
+int rank_from_name(const std::string& path) {
+  static const std::regex re(R"(rank[-_]?(\d+))", std::regex::icase);
+  std::smatch m;
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  if (std::regex_search(base, m, re)) return std::stoi(m[1]);
+  return -1;
+}
+
+Window pick_window(const RankFile& f, const std::string& wanted, std::vector<std::string>& warnings) {
+  if (f.info.steps.empty()) {
+    if (!std::isfinite(f.info.first)) throw InputError(fmt::format("{}: no complete (\"ph\": \"X\") events with ts and dur", f.path));
+    warnings.push_back(fmt::format("{}: no ProfilerStep# span; the whole trace is taken as one iteration", f.path));
+    return {"whole trace", f.info.first, f.info.last};
+  }
+  for (const Step& s : f.info.steps) {
+    if (s.name == wanted) return {s.name, s.ts, s.ts + s.dur};
+  }
+  std::vector<std::string> names;
+  for (const Step& s : f.info.steps) names.push_back(s.name);
+  throw InputError(fmt::format("{}: iteration '{}' not in the trace; it has {}", f.path, wanted, fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoOptions& options) {
+  if (files.empty()) throw InputError("kineto import: no trace files");
+  ImportedTrace t;
+  t.format = "kineto";
+  std::vector<RankFile> rf;
+  for (const auto& p : files) {
+    RankFile f;
+    f.path = p;
+    f.info = scan(p);
+    const auto& di = f.info.distributed;
+    if (di.is_object() && integer(di, "rank")) f.rank = static_cast<int>(*integer(di, "rank"));
+    if (di.is_object() && integer(di, "world_size")) f.world = static_cast<int>(*integer(di, "world_size"));
+    if (f.rank < 0) {
+      f.rank = rank_from_name(p);
+      if (f.rank < 0 && files.size() == 1) f.rank = 0;
+      if (f.rank < 0) {
+        throw InputError(fmt::format("{}: no distributedInfo.rank and no rank in the file name (rank-N); cannot tell "
+                                     "which rank it is",
+                                     p));
+      }
+      t.warnings.push_back(fmt::format("{}: no distributedInfo.rank; taken as rank {} from the file name", p, f.rank));
+    }
+    if (f.rank > (1 << 24) || f.world < 0 || f.world > (1 << 24)) throw InputError(fmt::format("{}: distributedInfo: rank {} / world_size {} out of range", p, f.rank, f.world));
+    rf.push_back(std::move(f));
+  }
+  std::sort(rf.begin(), rf.end(), [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
+  int world = 0;
+  for (std::size_t i = 0; i < rf.size(); ++i) {
+    if (i > 0 && rf[i].rank == rf[i - 1].rank) {
+      throw InputError(fmt::format("{} and {} are both rank {}; give one file per rank", rf[i - 1].path, rf[i].path, rf[i].rank));
+    }
+    if (rf[i].world > 0 && world > 0 && rf[i].world != world) {
+      t.warnings.push_back(fmt::format("{}: world_size {} differs from {} in another file; the larger is used", rf[i].path, rf[i].world, world));
+    }
+    world = std::max({world, rf[i].world, rf[i].rank + 1});
+  }
+  for (const auto& f : rf) {
+    if (f.rank >= world) throw InputError(fmt::format("{}: rank {} is not below world_size {}", f.path, f.rank, world));
+  }
+
+  // The iteration: asked for, or the last ProfilerStep every file has.
+  std::string wanted = options.iteration;
+  if (!wanted.empty() && !starts_with(wanted, "ProfilerStep#")) wanted = "ProfilerStep#" + wanted;
+  if (wanted.empty()) {
+    std::set<std::string> common;
+    bool first = true;
+    for (const auto& f : rf) {
+      std::set<std::string> mine;
+      for (const auto& s : f.info.steps) mine.insert(s.name);
+      if (first) common = mine;
+      else {
+        std::set<std::string> keep;
+        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(keep, keep.end()));
+        common = keep;
+      }
+      first = false;
+    }
+    for (const auto& s : rf.front().info.steps) {
+      if (common.count(s.name) != 0) wanted = s.name;  // steps are in time order: the last common one wins
+    }
+    if (wanted.empty() && !rf.front().info.steps.empty()) {
+      throw InputError("kineto import: the files have no ProfilerStep# in common; pass --iteration");
+    }
+  }
+  t.iteration = wanted.empty() ? "whole trace" : wanted;
+
+  TraceGraphBuilder builder(world);
+  std::vector<std::string> sources;
+  for (const auto& f : rf) {
+    const Window w = pick_window(f, wanted, t.warnings);
+    if (t.device.empty()) t.device = f.info.device;
+    std::map<std::string, long long> skipped;
+    std::vector<Event> evs = collect(f.path, w, skipped);
+    for (const auto& [what, n] : skipped) t.warnings.push_back(fmt::format("{}: {} {} skipped", f.path, n, what));
+    sources.push_back(fmt::format("rank {}", f.rank));
+
+    RankBuilder& rb = builder.rank(f.rank);
+    const double w0 = w.begin;
+    auto rel = [&](double us) { return (us - w0) * 1e-6; };
+
+    // Host side: runtime calls per thread, in traced order, with the CPU time between them.
+    std::map<std::int64_t, std::vector<const Event*>> threads;
+    std::vector<const Event*> metas;
+    std::map<std::int64_t, const Event*> gpu_by_corr_dummy;
+    for (const Event& e : evs) {
+      if (e.kind == EvKind::runtime) threads[e.tid].push_back(&e);
+      if (e.kind == EvKind::comm_meta) metas.push_back(&e);
+    }
+    std::unordered_map<std::int64_t, int> launch_of;         // correlation -> host op
+    std::unordered_map<std::int64_t, const Event*> call_of;  // correlation -> runtime event
+    struct PendingSync {
+      int call_op;
+      const Event* ev;
+    };
+    std::vector<PendingSync> syncs;
+    std::vector<std::pair<std::int64_t, const Event*>> stream_waits;  // (tid, cudaStreamWaitEvent)
+    for (auto& [tid, calls] : threads) {
+      std::stable_sort(calls.begin(), calls.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
+      double cursor = w0;
+      int prev = -1;
+      for (const Event* c : calls) {
+        if (c->ts + c->dur <= cursor && prev >= 0) {  // nested inside the previous call: same launch op
+          if (c->corr >= 0) launch_of[c->corr] = prev, call_of[c->corr] = c;
+          continue;
+        }
+        const double gap = std::max(0.0, c->ts - cursor);
+        if (gap > 0) prev = rb.host("cpu", rel(cursor), gap * 1e-6, static_cast<int>(tid), prev);
+        const bool sync = c->name.find("Synchronize") != std::string::npos ||
+                          (starts_with(c->name, "cudaMemcpy") && c->name.find("Async") == std::string::npos);
+        prev = rb.host(c->name, rel(c->ts), sync ? 0.0 : c->dur * 1e-6, static_cast<int>(tid), prev);
+        if (sync) syncs.push_back({prev, c});
+        if (c->name == "cudaStreamWaitEvent") stream_waits.emplace_back(tid, c);
+        if (c->corr >= 0) launch_of[c->corr] = prev, call_of[c->corr] = c;
+        cursor = std::max(cursor, c->ts + c->dur);
+      }
+      if (w.end > cursor && !calls.empty()) rb.host("cpu", rel(cursor), (w.end - cursor) * 1e-6, static_cast<int>(tid), prev);
+    }
+
+    // GPU side: ops launched inside the window (or, without a launch record, running inside it).
+    std::vector<const Event*> gpu;
+    for (const Event& e : evs) {
+      if (e.kind != EvKind::gpu) continue;
+      if (launch_of.count(e.corr) != 0 || (e.ts <= w.end && e.corr < 0)) gpu.push_back(&e);
+    }
+    std::stable_sort(gpu.begin(), gpu.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
+    double traced_end = w.end;
+    std::map<std::int64_t, int> last_on_stream;
+    struct GpuRef {
+      int op;
+      const Event* ev;
+      double launched;  // launch call start (trace time), or the op's own start
+    };
+    std::vector<GpuRef> gpu_ops;
+    int kept_comm = 0, resim_comm = 0;
+    std::map<std::string, int> not_resim;
+    for (const Event* e : gpu) {
+      std::vector<int> deps;
+      if (auto it = last_on_stream.find(e->stream); it != last_on_stream.end()) deps.push_back(it->second);
+      double launched = e->ts;
+      if (auto it = launch_of.find(e->corr); it != launch_of.end()) {
+        deps.push_back(it->second);
+        launched = call_of[e->corr]->ts;
+      }
+      int id = -1;
+      if (starts_with(e->name, "nccl")) {
+        // Collective metadata: the kernel's own args, else the innermost collective op that
+        // encloses its launch call on the launching thread.
+        json args = e->args;
+        if (!args.contains("Collective name")) {
+          if (auto it = call_of.find(e->corr); it != call_of.end()) {
+            const Event* best = nullptr;
+            for (const Event* m : metas) {
+              if (m->tid == it->second->tid && m->ts <= it->second->ts && it->second->ts <= m->ts + m->dur &&
+                  (best == nullptr || m->ts >= best->ts)) {
+                best = m;
+              }
+            }
+            if (best != nullptr) args = best->args;
+          }
+        }
+        CommInfo ci = comm_info(args, f.rank, world);
+        if (ci.ok) {
+          id = rb.collective(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, ci.op, ci.bytes, ci.label,
+                             ci.ranks);
+          ++resim_comm;
+        } else {
+          id = rb.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/true);
+          ++not_resim[ci.why];
+          ++kept_comm;
+        }
+      } else {
+        id = rb.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/false);
+      }
+      last_on_stream[e->stream] = id;
+      gpu_ops.push_back({id, e, launched});
+      traced_end = std::max(traced_end, e->ts + e->dur);
+    }
+    for (const auto& [why, n] : not_resim) {
+      t.warnings.push_back(fmt::format("{}: {} NCCL kernel(s) keep their traced duration: {}", f.path, n, why));
+    }
+    (void)kept_comm;
+    (void)resim_comm;
+
+    // A synchronizing call returns when the GPU work it waited for is done: per stream, the last
+    // op launched before the call that finished before the call returned (5 us clock tolerance).
+    constexpr double kTolUs = 5;
+    for (const auto& s : syncs) {
+      std::map<std::int64_t, const GpuRef*> awaited;
+      for (const auto& g : gpu_ops) {
+        if (g.launched <= s.ev->ts && g.ev->ts + g.ev->dur <= s.ev->ts + s.ev->dur + kTolUs) awaited[g.ev->stream] = &g;
+      }
+      std::vector<int> deps;
+      double done = s.ev->ts;
+      for (const auto& [stream, g] : awaited) {
+        deps.push_back(g->op);
+        done = std::max(done, g->ev->ts + g->ev->dur);
+      }
+      const double tail = std::max(0.0, s.ev->ts + s.ev->dur - done);
+      rb.insert_wait(s.call_op, deps, tail * 1e-6, rel(s.ev->ts + s.ev->dur) - tail * 1e-6);
+    }
+    // cudaStreamWaitEvent: the next op this thread launches waits for the op of another stream
+    // that finished last before that op started (the event it waited on).
+    for (const auto& [tid, c] : stream_waits) {
+      const GpuRef* next = nullptr;
+      for (const auto& g : gpu_ops) {
+        auto it = call_of.find(g.ev->corr);
+        if (it == call_of.end() || it->second->tid != tid || g.launched < c->ts) continue;
+        if (next == nullptr || g.launched < next->launched) next = &g;
+      }
+      if (next == nullptr) continue;
+      const GpuRef* waited = nullptr;
+      for (const auto& g : gpu_ops) {
+        if (g.ev->stream == next->ev->stream || g.launched > c->ts) continue;
+        const double end = g.ev->ts + g.ev->dur;
+        if (end > next->ev->ts + kTolUs) continue;
+        if (waited == nullptr || end > waited->ev->ts + waited->ev->dur) waited = &g;
+      }
+      if (waited != nullptr) rb.add_dep(next->op, waited->op);
+    }
+    t.traced_iteration_s[f.rank] = (traced_end - w0) * 1e-6;
+  }
+  t.graph = builder.finish(t.traced_start_s, t.warnings);
+  t.traced_s = 0;
+  for (const auto& [r, s] : t.traced_iteration_s) t.traced_s = std::max(t.traced_s, s);
+  t.source = fmt::format("{} Kineto file{} ({}), {}", rf.size(), rf.size() == 1 ? "" : "s", fmt::join(sources, ", "), t.iteration);
+  return t;
+}
+
+}  // namespace commstack::workloads::importers

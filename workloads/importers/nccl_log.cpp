@@ -1,0 +1,199 @@
+#include "workloads/importers/nccl_log.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "workloads/importers/trace_graph.hpp"
+
+namespace commstack::workloads::importers {
+namespace {
+
+// ncclDataType_t element sizes (nccl.h: int8, uint8, int32, uint32, int64, uint64, float16,
+// float32, float64, bfloat16, fp8 e4m3, fp8 e5m2).
+std::optional<int> nccl_dtype_bytes(int d) {
+  static const int sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  if (d < 0 || d >= static_cast<int>(std::size(sizes))) return std::nullopt;
+  return sizes[d];
+}
+
+struct Line {
+  std::string process;  // host:pid
+  int dev = 0;
+  std::string op;
+  std::uint64_t count = 0;
+  std::int64_t op_count = -1;  // NCCL's per-communicator operation counter (hex in the log)
+  int dtype = 0;
+  int root = 0;
+  std::string comm;
+  int nranks = 0;
+  std::string stream;
+  std::size_t line_no = 0;
+  std::string file;
+};
+
+struct CommInit {
+  int rank = -1;
+  int nranks = 0;
+};
+
+}  // namespace
+
+ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
+  if (files.empty()) throw InputError("nccl log import: no files");
+  ImportedTrace t;
+  t.format = "nccl-log";
+  t.iteration = "whole log";
+  static const std::regex coll(
+      R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount (\w+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) op \d+ root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
+  static const std::regex init(R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) nranks (\d+))");
+  std::vector<Line> lines;
+  std::map<std::pair<std::string, std::string>, CommInit> inits;  // (process, comm) -> rank, nranks
+  long long unparsed = 0;
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
+    std::string text;
+    std::size_t no = 0;
+    while (std::getline(in, text)) {
+      ++no;
+      if (text.find("NCCL INFO") == std::string::npos) continue;
+      std::smatch m;
+      if (std::regex_search(text, m, coll)) {
+        Line l;
+        l.process = m[1].str() + ":" + m[2].str();
+        l.dev = std::stoi(m[3]);
+        l.op = m[4];
+        try {
+          l.op_count = std::stoll(m[5], nullptr, 16);
+          l.count = std::stoull(m[6]);
+          l.dtype = std::stoi(m[7]);
+          l.root = std::stoi(m[8]);
+          l.nranks = std::stoi(m[10]);
+        } catch (const std::exception&) {
+          throw InputError(fmt::format("{}:{}: a number in the COLL line is out of range", path, no));
+        }
+        l.comm = m[9];
+        l.stream = m[11];
+        l.line_no = no;
+        l.file = path;
+        if (l.nranks < 1 || l.nranks > (1 << 24)) throw InputError(fmt::format("{}:{}: nranks={} out of range", path, no, l.nranks));
+        lines.push_back(std::move(l));
+      } else if (std::regex_search(text, m, init)) {
+        CommInit ci;
+        try {
+          ci.rank = std::stoi(m[5]);
+          ci.nranks = std::stoi(m[6]);
+        } catch (const std::exception&) {
+          continue;
+        }
+        inits[{m[1].str() + ":" + m[2].str() + ":" + m[3].str(), m[4].str()}] = ci;
+      } else if (text.find("opCount") != std::string::npos) {
+        ++unparsed;
+      }
+    }
+  }
+  if (lines.empty()) {
+    throw InputError(fmt::format("{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
+                                 "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL",
+                                 files.front()));
+  }
+  if (unparsed > 0) t.warnings.push_back(fmt::format("{} line(s) mentioning opCount could not be read and were skipped", unparsed));
+
+  // One rank per (process, device). Its global rank: its rank in the largest communicator whose
+  // init line it logged; without init lines, the order of first appearance.
+  std::vector<std::string> procs;
+  std::map<std::string, int> world_rank;
+  int world = 0;
+  for (const auto& l : lines) {
+    const std::string key = l.process + ":" + std::to_string(l.dev);
+    if (std::find(procs.begin(), procs.end(), key) == procs.end()) procs.push_back(key);
+    world = std::max(world, l.nranks);
+  }
+  bool guessed = false;
+  for (std::size_t k = 0; k < procs.size(); ++k) {
+    int best = -1, best_n = 0;
+    for (const auto& [pc, ci] : inits) {
+      if (pc.first == procs[k] && ci.nranks > best_n) best = ci.rank, best_n = ci.nranks;
+    }
+    if (best < 0) {
+      best = static_cast<int>(k);
+      guessed = true;
+    }
+    world_rank[procs[k]] = best;
+  }
+  if (guessed) t.warnings.push_back("no \"comm ... rank N nranks M\" init lines for some processes: ranks numbered in order of appearance");
+  std::set<int> seen;
+  for (const auto& [p, r] : world_rank) {
+    if (!seen.insert(r).second) throw InputError(fmt::format("two processes of the log claim rank {}", r));
+    world = std::max(world, r + 1);
+  }
+
+  // Communicators: the k-th distinct comm of size n a process uses is the same communicator on
+  // every process (comm pointers differ per process). Members: every rank when n is the world,
+  // else the aligned block of n ranks that holds the process's rank (assumption, warned).
+  TraceGraphBuilder builder(world);
+  std::map<std::string, std::map<std::string, std::pair<int, int>>> comm_index;  // proc -> comm -> (n, k)
+  std::map<std::string, std::map<int, int>> per_size;
+  std::map<std::string, std::map<std::string, int>> last_on_stream;
+  std::map<std::tuple<int, int, int>, std::int64_t> p2p_seq;  // (src, dst, kind) -> next tag
+  bool blocks = false;
+  long long kept = 0;
+  for (const auto& l : lines) {
+    const std::string key = l.process + ":" + std::to_string(l.dev);
+    const int rank = world_rank[key];
+    auto& ci = comm_index[key];
+    if (!ci.count(l.comm)) ci[l.comm] = {l.nranks, per_size[key][l.nranks]++};
+    const auto [n, k] = ci[l.comm];
+    std::vector<int> members;
+    if (n == world) {
+      for (int i = 0; i < world; ++i) members.push_back(i);
+    } else {
+      blocks = true;
+      for (int i = 0; i < n; ++i) members.push_back(rank / n * n + i);
+    }
+    RankBuilder& rb = builder.rank(rank);
+    std::vector<int> deps;
+    if (auto it = last_on_stream[key].find(l.stream); it != last_on_stream[key].end()) deps.push_back(it->second);
+    const auto elem = nccl_dtype_bytes(l.dtype);
+    const std::string name = fmt::format("nccl {} (line {})", l.op, l.line_no);
+    int id = -1;
+    std::optional<Collective> c;
+    std::uint64_t mult = 1;
+    if (l.op == "AllReduce") c = Collective::all_reduce;
+    else if (l.op == "AllGather") c = Collective::all_gather, mult = static_cast<std::uint64_t>(n);
+    else if (l.op == "ReduceScatter") c = Collective::reduce_scatter, mult = static_cast<std::uint64_t>(n);
+    else if (l.op == "AllToAll") c = Collective::all_to_all;
+    if (elem && c && n > 1) {
+      id = rb.collective(name, 0, 0, 0, deps, *c, l.count * static_cast<std::uint64_t>(*elem) * mult,
+                         fmt::format("comm {}x{}", n, k), members, l.op_count);
+    } else if (elem && (l.op == "Send" || l.op == "Recv") && l.root >= 0 && l.root < n) {
+      const int peer = members[static_cast<std::size_t>(l.root)];
+      const bool send = l.op == "Send";
+      const int src = send ? rank : peer, dst = send ? peer : rank;
+      const std::int64_t tag = p2p_seq[{src, dst, send ? 0 : 1}]++;
+      id = rb.p2p(name, 0, 0, 0, deps, send ? OpKind::send : OpKind::recv, peer, tag, l.count * static_cast<std::uint64_t>(*elem));
+    } else {
+      id = rb.gpu(name, 0, 0, 0, deps, true);
+      ++kept;
+    }
+    last_on_stream[key][l.stream] = id;
+  }
+  if (blocks) {
+    t.warnings.push_back("communicators smaller than the world are taken as aligned blocks of consecutive ranks "
+                         "(the log does not list their members)");
+  }
+  if (kept > 0) t.warnings.push_back(fmt::format("{} operation(s) not modelled (broadcast, reduce, unknown datatype) take 0 s", kept));
+  t.graph = builder.finish(t.traced_start_s, t.warnings);
+  t.traced_start_s.clear();
+  t.source = fmt::format("{} NCCL log file{}, {} ranks, {} operations", files.size(), files.size() == 1 ? "" : "s", procs.size(), lines.size());
+  return t;
+}
+
+}  // namespace commstack::workloads::importers
