@@ -45,6 +45,12 @@ std::string describe(const workloads::OpGraph& g, const workloads::RankLayout& l
 }  // namespace
 
 TrainResult simulate_training(Simulator& sim, const TrainSetup& setup) {
+  const workloads::RankLayout layout(setup.par);
+  CommCosts costs(sim, layout, setup.comm);
+  return simulate_training(sim, setup, costs);
+}
+
+TrainResult simulate_training(Simulator& sim, const TrainSetup& setup, CommCosts& costs) {
   const auto& par = setup.par;
   if (sim.topology().gpu_count() != par.gpus()) {
     throw std::logic_error(fmt::format("simulate_training: topology has {} GPUs, the parallel config {}",
@@ -58,7 +64,8 @@ TrainResult simulate_training(Simulator& sim, const TrainSetup& setup) {
   const auto& g = res.graph;
 
   // Durations, computed in op order so that the simulations run in a fixed order (determinism).
-  CommCosts costs(sim, layout, setup.comm);
+  const int simulations_before = costs.simulations();
+  const long long flows_before = costs.flows();
   std::vector<double> dur(g.ops.size(), 0);
   for (const Op& op : g.ops) {
     double d = 0;
@@ -72,8 +79,8 @@ TrainResult simulate_training(Simulator& sim, const TrainSetup& setup) {
     }
     dur[static_cast<std::size_t>(op.id)] = d;
   }
-  res.simulations = costs.simulations();
-  res.flows = costs.flows();
+  res.simulations = costs.simulations() - simulations_before;
+  res.flows = costs.flows() - flows_before;
   res.schedule = schedule_ops(g, [&](const Op& op) { return dur[static_cast<std::size_t>(op.id)]; });
   const Schedule& s = res.schedule;
   res.iteration_s = s.iteration_s;

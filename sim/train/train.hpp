@@ -80,5 +80,10 @@ struct TrainResult {
 
 // Simulates one iteration on `sim` (its topology must have par.gpus() GPUs).
 TrainResult simulate_training(Simulator& sim, const TrainSetup& setup);
+// The same with the communication costs taken from (and added to) `costs`, which must have been
+// built on `sim` for the rank layout of setup.par and with setup.comm: configurations that share a
+// layout (`commstack plan`) then simulate each distinct collective once. simulations/flows count
+// only this call's new SimGrid runs.
+TrainResult simulate_training(Simulator& sim, const TrainSetup& setup, CommCosts& costs);
 
 }  // namespace commstack::sim::train

@@ -1,0 +1,216 @@
+// `commstack plan`: search TP / PP / virtual stages / DP / CP / EP / ZeRO / micro-batch /
+// sequence parallelism / recomputation for one model on one cluster, within GPU memory, and rank
+// the configurations by simulated iteration time (docs/plan.md). Branch and bound: a proven lower
+// bound per configuration decides which ones need the full simulation.
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "common/error.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/plan/plan_report.hpp"
+#include "sim/plan/planner.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/compute/compute_model.hpp"
+#include "workloads/model.hpp"
+
+namespace commstack::cli {
+namespace {
+
+struct PlanCliOptions {
+  std::string cluster, nodes, model, global_batch, seq;
+  std::string tp, pp, vs, cp, ep, zero, micro_batch;
+  std::string recompute = "none,selective,full", sequence_parallel = "on,off";
+  std::string max_tp, max_vs = "8", max_micro_batch = "8";
+  bool tp_across_nodes = false;
+  std::string precision = "bf16", compute_profile, channels = "auto", fidelity = "auto";
+  std::string top = "10", format = "text";
+  bool progress = false;
+};
+
+long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
+  }
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
+  return v;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    out.push_back(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// "1,2,4,8" -> {1, 2, 4, 8}; empty text -> {} (search every legal value).
+template <class T>
+std::vector<T> parse_list(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  std::vector<T> out;
+  if (text.empty()) return out;
+  for (const auto& item : split(text)) out.push_back(static_cast<T>(parse_int(item, flag, lo, hi)));
+  return out;
+}
+
+// The compute profile: a built-in name, a JSON file, or (no flag) the one matching the cluster's GPU
+// (the same choice `commstack train` makes).
+workloads::ComputeProfile pick_profile(const std::string& flag, const topologies::ClusterSpec& spec) {
+  if (!flag.empty()) {
+    for (const auto& n : workloads::builtin_compute_profile_names()) {
+      if (n == flag) return workloads::builtin_compute_profile(n);
+    }
+    if (!std::ifstream(flag)) {
+      throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
+                                   fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+    }
+    return workloads::load_compute_profile_file(flag);
+  }
+  const std::string& g = spec.node.gpu_model;
+  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
+  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
+  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
+  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
+  throw InputError(fmt::format("--compute-profile: cluster {} has GPU model '{}' with no built-in compute profile; "
+                               "pass one of {} or a JSON file",
+                               spec.origin, g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+}
+
+void run(const PlanCliOptions& o) {
+  using workloads::Recompute;
+  const auto model = workloads::resolve_model(o.model);
+  sim::plan::PlanOptions opts;
+  auto& s = opts.space;
+  s.tp = parse_list<int>(o.tp, "--tp", 1, 1 << 16);
+  s.pp = parse_list<int>(o.pp, "--pp", 1, 1 << 16);
+  s.vs = parse_list<int>(o.vs, "--virtual-stages", 1, 1024);
+  s.cp = parse_list<int>(o.cp, "--cp", 1, 1 << 16);
+  s.ep = parse_list<int>(o.ep, "--ep", 1, 1 << 16);
+  s.zero = parse_list<int>(o.zero, "--zero", 0, 3);
+  s.micro_batch = parse_list<std::int64_t>(o.micro_batch, "--micro-batch", 1, 1 << 20);
+  s.recompute.clear();
+  for (const auto& r : split(o.recompute)) {
+    if (r == "none") s.recompute.push_back(Recompute::none);
+    else if (r == "selective") s.recompute.push_back(Recompute::selective);
+    else if (r == "full") s.recompute.push_back(Recompute::full);
+    else throw InputError(fmt::format("--recompute: unknown '{}'; expected a list of none, selective, full", r));
+  }
+  s.sequence_parallel.clear();
+  for (const auto& v : split(o.sequence_parallel)) {
+    if (v == "on") s.sequence_parallel.push_back(true);
+    else if (v == "off") s.sequence_parallel.push_back(false);
+    else throw InputError(fmt::format("--sequence-parallel: unknown '{}'; expected on, off or on,off", v));
+  }
+  if (!o.max_tp.empty()) s.max_tp = static_cast<int>(parse_int(o.max_tp, "--max-tp", 1, 1 << 16));
+  s.tp_across_nodes = o.tp_across_nodes;
+  s.max_vs = static_cast<int>(parse_int(o.max_vs, "--max-virtual-stages", 1, 1024));
+  s.max_micro_batch = parse_int(o.max_micro_batch, "--max-micro-batch", 1, 1 << 20);
+  if (!o.seq.empty()) s.seq = parse_int(o.seq, "--seq", 1, 1 << 24);
+  if (o.precision == "bf16") s.precision = workloads::Precision::bf16;
+  else if (o.precision == "fp8") s.precision = workloads::Precision::fp8;
+  else throw InputError(fmt::format("--precision: unknown '{}'; expected bf16 or fp8", o.precision));
+  opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
+  if (o.format != "text" && o.format != "csv" && o.format != "json") {
+    throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
+  }
+  if (o.channels != "auto") opts.comm.channels = static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
+  opts.comm.fidelity = sim::fidelity_from_string(o.fidelity);
+
+  const auto spec = topologies::load_cluster(o.cluster);
+  std::optional<int> nodes;
+  if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
+  const auto topo = topologies::build_topology(spec, nodes);
+  // Default batch: one sequence per GPU.
+  s.global_batch = o.global_batch.empty() ? topo.gpu_count() : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
+  const auto compute = pick_profile(o.compute_profile, spec);
+  if (s.precision == workloads::Precision::fp8 && compute.peak_fp8_flops <= 0) {
+    throw InputError(fmt::format("--precision fp8: compute profile {} has no FP8 peak", compute.name));
+  }
+  if (o.progress || isatty(STDERR_FILENO) != 0) {
+    opts.progress = [](long long done, long long most) {
+      fmt::print(stderr, "\rcommstack plan: {} simulated (at most {} to go)   ", done, most - done);
+      if (done == most) fmt::print(stderr, "\n");
+    };
+  }
+
+  sim::Simulator simulator(topo);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = sim::plan::plan(simulator, model, compute, opts);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (opts.progress) fmt::print(stderr, "\n");
+
+  sim::plan::PlanLabel label;
+  label.cluster = fmt::format("{} x {} nodes ({} GPUs)", spec.name, topo.nodes, topo.gpu_count());
+  label.model = model.name;
+  label.compute = compute.name;
+  label.batch = fmt::format("global batch {}, seq {}, {}", s.global_batch, s.seq > 0 ? s.seq : model.seq,
+                            workloads::to_string(s.precision));
+  if (o.format == "json") fmt::print("{}\n", sim::plan::to_json(result, label).dump(2));
+  else if (o.format == "csv") fmt::print("{}", sim::plan::format_csv(result));
+  else fmt::print("{}", sim::plan::format_text(result, label));
+  // Wall-clock numbers go to stderr so that stdout is byte-identical across runs.
+  std::fflush(stdout);
+  const long long evaluated = result.simulated + result.pruned;
+  fmt::print(stderr,
+             "commstack plan: wall {:.1f} s (enumerate {:.2f} s, bounds {:.2f} s, simulate {:.1f} s); {} feasible "
+             "configurations evaluated ({} simulated, {} pruned by the bound) = {:.0f} per minute; {:.0f} simulated per "
+             "minute of simulation\n",
+             wall, result.enumerate_wall_s, result.bound_wall_s, result.simulate_wall_s, evaluated, result.simulated,
+             result.pruned, wall > 0 ? 60.0 * static_cast<double>(evaluated) / wall : 0.0,
+             result.simulate_wall_s > 0 ? 60.0 * static_cast<double>(result.simulated) / result.simulate_wall_s : 0.0);
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app) {
+  auto opts = std::make_shared<PlanCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Search parallel configurations (TP, PP, VS, DP, CP, EP, ZeRO, micro-batch) and rank them by simulated time");
+  sub->add_option("--cluster", opts->cluster, "Cluster preset name or JSON file")->required();
+  sub->add_option("--nodes", opts->nodes, "Number of nodes (default: the cluster's)");
+  sub->add_option("--model", opts->model, "Built-in model name or model JSON file")->required();
+  sub->add_option("--global-batch", opts->global_batch, "Sequences per iteration (default: one per GPU)");
+  sub->add_option("--seq", opts->seq, "Sequence length (default: the model's)");
+  sub->add_option("--precision", opts->precision, "bf16 or fp8");
+  sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
+  sub->add_option("--tp", opts->tp, "TP degrees to try, e.g. 1,2,4,8 (default: divisors of the heads up to --max-tp)");
+  sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");
+  sub->add_flag("--tp-across-nodes", opts->tp_across_nodes, "Let default TP degrees exceed one node");
+  sub->add_option("--pp", opts->pp, "PP degrees to try (default: divisors of the layers)");
+  sub->add_option("--virtual-stages", opts->vs, "Model chunks per pipeline rank to try (default: 1 and every legal "
+                                                "value up to --max-virtual-stages)");
+  sub->add_option("--max-virtual-stages", opts->max_vs, "Largest default virtual-stage count (default 8)");
+  sub->add_option("--cp", opts->cp, "CP degrees to try (default: those leaving >= 1024 tokens per CP rank)");
+  sub->add_option("--ep", opts->ep, "EP degrees to try (MoE models; default: divisors of the experts)");
+  sub->add_option("--zero", opts->zero, "ZeRO stages to try (default 0,1,2,3)");
+  sub->add_option("--micro-batch", opts->micro_batch, "Micro-batch sizes to try (default: divisors of the per-DP batch "
+                                                      "up to --max-micro-batch)");
+  sub->add_option("--max-micro-batch", opts->max_micro_batch, "Largest default micro-batch size (default 8)");
+  sub->add_option("--recompute", opts->recompute, "Recomputation modes to try (default none,selective,full)");
+  sub->add_option("--sequence-parallel", opts->sequence_parallel, "Sequence parallelism with tp > 1: on,off (default), "
+                                                                  "on or off");
+  sub->add_option("--top", opts->top, "Configurations to rank (default 10)");
+  sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");
+  sub->add_option("--fidelity", opts->fidelity, "Collective fidelity: auto, chunk, step, edge");
+  sub->add_option("--format", opts->format, "text, csv or json");
+  sub->add_flag("--progress", opts->progress, "Progress on stderr even when it is not a terminal");
+  on_selected(sub, [opts] { run(*opts); });
+}
+
+}  // namespace commstack::cli

@@ -1,0 +1,148 @@
+#include "sim/plan/lower_bound.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "workloads/graph/generator.hpp"
+#include "workloads/parallel/layout.hpp"
+
+namespace commstack::sim::plan {
+namespace {
+
+using workloads::Op;
+using workloads::OpKind;
+using workloads::Phase;
+
+// What one representative rank (one pipeline stage) contributes, measured on the reduced graph.
+// "Weight" of a compute op: its compute time plus the longest blocking collective between the
+// previous compute op and it (a chain the op cannot start before).
+struct StageChains {
+  double fill = 0;           // forward of micro-batch 0, chunk 0 (its first compute op to its last)
+  double drain = 0;          // backward of the last micro-batch, chunk 0, without the wait before its first op
+  double per_mb = std::numeric_limits<double>::infinity();  // weight of one micro-batch (the smallest seen)
+  double per_iteration = 0;  // ops outside micro-batches (optimizer)
+  double after_drain = 0;    // weight after the last chunk-0 backward (the optimizer)
+  double post = 0;           // longest non-blocking op waiting for the last compute op
+  bool fill_ok = false;      // the first compute op is micro-batch 0's forward of chunk 0
+  bool has_drain = false;    // the last micro-batch's chunk-0 backward was found
+  bool after_clean = true;   // only per-iteration ops follow it
+};
+
+}  // namespace
+
+double gpu_egress_bandwidth(const topologies::Topology& topo) {
+  double best = 0;
+  for (int r = 0; r < topo.gpu_count(); ++r) {
+    double sum = 0;
+    for (int l : topo.incident_links(topo.gpu_vertex(r))) sum += topo.link(l).bandwidth_Bps;
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+double comm_lower_bound_s(const workloads::OpGraph& g, const Op& op, double egress_Bps) {
+  if (egress_Bps <= 0) return 0;
+  const double s = static_cast<double>(op.bytes);
+  switch (op.kind) {
+    case OpKind::compute: return 0;
+    case OpKind::send:
+    case OpKind::recv: return s / egress_Bps;
+    case OpKind::collective: break;
+  }
+  const double n = static_cast<double>(g.communicators[static_cast<std::size_t>(op.communicator)].ranks.size());
+  if (n <= 1) return 0;
+  const double share = (n - 1) / n * s;
+  return (op.collective == workloads::Collective::all_reduce ? 2 * share : share) / egress_Bps;
+}
+
+IterationBound iteration_lower_bound(const Candidate& c, const workloads::ComputeProfile& compute, double egress_Bps) {
+  const workloads::ParallelConfig& par = c.par;
+  const std::int64_t m = par.micro_batches();
+  // Micro-batches of the reduced graph: every micro-batch runs the same ops, so 2 (1F1B) or 2 x pp
+  // (interleaved; m == pp is Megatron's all-forwards-first special case, kept as is) show them all.
+  const std::int64_t reduced =
+      par.virtual_stages > 1 ? (m == par.pp ? m : 2LL * par.pp) : std::min<std::int64_t>(m, 2);
+  workloads::ParallelConfig rp = par;
+  rp.global_batch = reduced * par.micro_batch * par.dp;
+  const workloads::RankLayout layout(rp);
+  workloads::GraphOptions go;
+  go.ranks = layout.representative_ranks();
+  const workloads::OpGraph g = workloads::generate_op_graph(c.model, rp, go);
+
+  std::map<int, StageChains> chains;  // by pipeline stage
+  std::map<int, std::map<int, double>> per_mb;
+  std::map<int, int> last_compute, drain_end;  // by rank
+  double p2p_lb = std::numeric_limits<double>::infinity();
+  std::vector<double> weight(g.ops.size(), 0);
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::recv && op.stream == workloads::Stream::pp) {
+      p2p_lb = std::min(p2p_lb, comm_lower_bound_s(g, op, egress_Bps));
+    }
+    if (op.kind != OpKind::compute) continue;
+    const int stage = layout.coord(op.rank).pp;
+    StageChains& sc = chains[stage];
+    auto prev = last_compute.find(op.rank);
+    double pre = 0;
+    if (prev != last_compute.end()) {
+      for (int d : op.deps) {
+        const Op& dep = g.ops[static_cast<std::size_t>(d)];
+        if (dep.kind != OpKind::collective) continue;
+        if (std::find(dep.deps.begin(), dep.deps.end(), prev->second) == dep.deps.end()) continue;
+        pre = std::max(pre, comm_lower_bound_s(g, dep, egress_Bps));
+      }
+    } else {
+      sc.fill_ok = op.micro_batch == 0 && op.chunk == 0 && op.phase == Phase::forward;
+    }
+    const double w = workloads::compute_time(compute, op, par.precision) + pre;
+    weight[static_cast<std::size_t>(op.id)] = w;
+    last_compute[op.rank] = op.id;
+    if (op.micro_batch < 0) sc.per_iteration += w;
+    else per_mb[stage][op.micro_batch] += w;
+    if (op.micro_batch == 0 && op.chunk == 0 && op.phase == Phase::forward) sc.fill += w;
+    const bool backward = op.phase == Phase::backward || op.phase == Phase::recompute;
+    if (op.micro_batch == reduced - 1 && op.chunk == 0 && backward) {
+      // The step's first op waits for the gradient message, not (only) for the previous compute op.
+      sc.drain += drain_end.count(op.rank) != 0 ? w : w - pre;
+      drain_end[op.rank] = op.id;
+    }
+  }
+  // The ops after the last chunk-0 backward, and the non-blocking ops waiting for the last compute op.
+  for (const Op& op : g.ops) {
+    StageChains& sc = chains[layout.coord(op.rank).pp];
+    auto end = drain_end.find(op.rank);
+    if (op.kind == OpKind::compute && end != drain_end.end() && op.id > end->second) {
+      sc.after_drain += weight[static_cast<std::size_t>(op.id)];
+      if (op.micro_batch >= 0) sc.after_clean = false;
+    }
+    if (op.kind != OpKind::compute &&
+        std::find(op.deps.begin(), op.deps.end(), last_compute[op.rank]) != op.deps.end()) {
+      sc.post = std::max(sc.post, comm_lower_bound_s(g, op, egress_Bps));
+    }
+  }
+  if (!std::isfinite(p2p_lb)) p2p_lb = 0;
+
+  IterationBound best;
+  double fill = 0, drain = 0;  // the chains through the stages before s
+  bool fill_chain = true, drain_chain = true;
+  const auto reps = layout.representative_ranks();
+  for (int s = 0; s < par.pp; ++s) {
+    StageChains& sc = chains[s];
+    for (const auto& [mb, w] : per_mb[s]) sc.per_mb = std::min(sc.per_mb, w);
+    if (!std::isfinite(sc.per_mb)) sc.per_mb = 0;
+    sc.has_drain = drain_end.count(reps[static_cast<std::size_t>(s)]) != 0;
+    const double busy = static_cast<double>(m) * sc.per_mb + sc.per_iteration;
+    const double start = fill_chain && sc.fill_ok ? fill : 0;
+    double t = start + busy + sc.post;
+    if (s > 0 && drain_chain && sc.has_drain && sc.after_clean) t = std::max(t, start + busy - sc.after_drain + drain);
+    if (t > best.seconds) best = {t, s, busy, t - busy};
+    fill_chain = fill_chain && sc.fill_ok;
+    drain_chain = drain_chain && sc.has_drain;
+    fill += sc.fill + p2p_lb;
+    drain += sc.drain + p2p_lb;
+  }
+  return best;
+}
+
+}  // namespace commstack::sim::plan

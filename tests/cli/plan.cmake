@@ -1,0 +1,42 @@
+# commstack plan: ranked output in three formats, input errors, and the Megatron SC'21 acceptance run.
+commstack_cli_test(NAME plan.text
+  ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 3
+  MATCH "configurations enumerated: [0-9]+ break a rule.*[0-9]+ simulated, [0-9]+ pruned by the lower bound.*\n +1 +[1248] +[0-9]+ ")
+commstack_cli_test(NAME plan.csv
+  ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 2 --format csv
+  MATCH "^rank,tp,pp,vs,dp,cp,ep,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,.*\n1,[0-9]+,[0-9]+,.*\n2,")
+commstack_cli_test(NAME plan.json
+  ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 2 --format json
+  MATCH "\"pruned_by_bound\": [0-9]+.*\"ranked\": \\[.*\"rank\": 2")
+commstack_cli_error_test(NAME plan.unknown_model
+  ARGS plan --cluster dgx-a100 --nodes 1 --model gpt-7
+  MATCH "gpt-7")
+commstack_cli_error_test(NAME plan.nothing_fits
+  ARGS plan --cluster dgx-a100 --nodes 1 --model korthikanti-175b --global-batch 8
+  MATCH "none of the [0-9]+ valid configurations of korthikanti-175b fits in the 74.5 GiB.*the smallest needs [0-9.]+ GiB")
+commstack_cli_error_test(NAME plan.bad_list
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 2,x
+  MATCH "--tp: 'x' is not a whole number")
+commstack_cli_error_test(NAME plan.bad_recompute
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --recompute none,most
+  MATCH "--recompute: unknown 'most'")
+commstack_cli_error_test(NAME plan.no_valid_config
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 5
+  MATCH "no combination of the requested degrees multiplies to the 8 GPUs")
+commstack_cli_error_test(NAME plan.bad_format
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --format xml
+  MATCH "--format: unknown format 'xml'")
+
+# Acceptance (issue #5): Megatron-LM SC'21 Table 1, 145.6B row (GPT, 80 layers, h 12288) on 1536 A100
+# (Selene: dgx-a100 preset, 192 nodes) with the row's published global batch 2304, seq 2048 and
+# micro-batch 2 (workloads/reference/training_megatron-sc21_weak-scaling_table1.csv), the settings of
+# Megatron-LM 2021 (full recomputation, no sequence parallelism, no context parallelism, no
+# distributed optimizer) and the compute profile fitted on rows 1-3 of that table
+# (results/megatron-sc21-table1/a100-fitted.json; the 145.6B row is not in the fit). The paper
+# chose TP 8, PP 8: a "1,8,8," / "2,8,8," / "3,8,8," CSV line must be printed (top 3).
+commstack_cli_test(NAME plan.sc21_175b_tp8_pp8_in_top3
+  ARGS plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 --micro-batch 2
+       --recompute full --sequence-parallel off --cp 1 --zero 0
+       --compute-profile results/megatron-sc21-table1/a100-fitted.json --top 3 --format csv
+  MATCH "\n[123],8,8,")
+set_tests_properties(cli.plan.sc21_175b_tp8_pp8_in_top3 PROPERTIES LABELS slow TIMEOUT 1800)
