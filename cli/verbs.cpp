@@ -18,6 +18,7 @@ void register_all_verbs(CLI::App& app) {
   register_validate(app);
   register_calibrate(app);
   register_train(app);
+  register_whatif(app);
   register_plan(app);
   register_replay(app);
 }

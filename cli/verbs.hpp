@@ -18,6 +18,7 @@ void register_collective(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_train(CLI::App& app);
+void register_whatif(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_replay(CLI::App& app);
 

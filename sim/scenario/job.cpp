@@ -1,0 +1,316 @@
+// The job layer (job.hpp): a training job as a JSON object, its normalization, overrides, checks
+// and simulation. The sections reuse the strict parsers of the rest of the project
+// (topologies::parse_cluster, workloads::parse_model / parse_parallel / parse_compute_profile), so
+// a job accepts exactly what `commstack train` and the cluster/model files accept.
+#include "sim/scenario/job.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/error.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/train/report.hpp"
+#include "workloads/compute/compute_model.hpp"
+#include "workloads/json_fields.hpp"
+#include "workloads/memory.hpp"
+#include "workloads/model.hpp"
+#include "workloads/models/embedded.hpp"
+#include "workloads/parallel/parallel.hpp"
+
+namespace commstack::sim::scenario {
+namespace {
+
+using nlohmann::json;
+
+// NCCL environment knobs a user may expect in "comm" that the training model does not simulate:
+// it runs NCCL-style rings on the fabric for every collective (sim/train/comm_costs.hpp), so a
+// choice of algorithm or protocol would change nothing in the simulation. Refused, not ignored.
+const std::vector<std::string>& unmodelled_nccl_knobs() {
+  static const std::vector<std::string> k = {"algo", "proto", "nvls", "min_channels", "max_channels",
+                                             "buffsize", "nthreads", "tree", "collnet", "p2p_level"};
+  return k;
+}
+
+[[noreturn]] void fail(const JsonPlace& at, const std::string& message) {
+  throw InputError(fmt::format("{}: {}", at.str(), message));
+}
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+// A cluster given by name (preset) or path, as its full JSON description.
+json resolve_cluster(const json& v, const JsonPlace& at) {
+  if (v.is_object()) return v;
+  if (!v.is_string()) fail(at, fmt::format("expected a preset name, a cluster file or a cluster object, got {}", type_name(v)));
+  const std::string name = v.get<std::string>();
+  const auto presets = topologies::preset_names();
+  if (std::find(presets.begin(), presets.end(), name) != presets.end()) {
+    return workloads::parse_json_text(topologies::preset_json(name), fmt::format("preset {}", name));
+  }
+  if (!std::filesystem::exists(name)) {
+    fail(at, fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
+  }
+  return workloads::read_json_file(name);
+}
+
+// A model given by built-in name or path, as its JSON description.
+json resolve_model_json(const json& v, const JsonPlace& at) {
+  if (v.is_object()) return v;
+  if (!v.is_string()) fail(at, fmt::format("expected a built-in model name, a model file or a model object, got {}", type_name(v)));
+  const std::string name = v.get<std::string>();
+  for (const auto& [stem, text] : workloads::embedded_model_files()) {
+    if (stem == name) return workloads::parse_json_text(std::string(text), fmt::format("built-in model '{}'", name));
+  }
+  if (!std::filesystem::exists(name)) {
+    fail(at, fmt::format("'{}' is neither a built-in model ({}) nor an existing file", name,
+                         fmt::join(workloads::builtin_model_names(), ", ")));
+  }
+  return workloads::read_json_file(name);
+}
+
+std::string order_string(const std::vector<workloads::Dim>& order) {
+  std::vector<std::string> names;
+  for (workloads::Dim d : order) names.push_back(workloads::to_string(d));
+  return fmt::format("{}", fmt::join(names, "-"));
+}
+
+// The parallel object with every field written out (docs/workloads.md lists the defaults), so
+// that a variant can override any of them. seq becomes the model's when absent.
+json complete_parallel(const json& v, const workloads::ModelSpec& model, const JsonPlace& at) {
+  if (!v.is_object()) fail(at, fmt::format("expected a parallelism object (docs/workloads.md), got {}", type_name(v)));
+  const workloads::ParallelConfig p = workloads::parse_parallel(v, at.str());
+  // The defaults of the fields parse_parallel() knows, written out; fields the user wrote are kept
+  // as written (so a field added to the parser later passes through unchanged).
+  json defaults = json::object();
+  defaults["tp"] = p.tp;
+  defaults["sequence_parallel"] = p.sequence_parallel;
+  defaults["pp"] = p.pp;
+  defaults["schedule"] = workloads::to_string(p.schedule);
+  defaults["virtual_stages"] = p.virtual_stages;
+  defaults["dp"] = p.dp;
+  defaults["zero"] = p.zero;
+  defaults["cp"] = p.cp;
+  defaults["ep"] = p.ep;
+  defaults["seq"] = p.seq > 0 ? p.seq : model.seq;
+  defaults["precision"] = workloads::to_string(p.precision);
+  defaults["recompute"] = workloads::to_string(p.recompute);
+  defaults["order"] = order_string(p.order);
+  defaults["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  defaults["bucket_params"] = p.bucket_params;
+  defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";
+  json out = v;
+  if (out.contains("fsdp")) {  // "fsdp": true is "zero": 3; one spelling, so that zero can be overridden
+    out.erase("fsdp");
+    out["zero"] = p.zero;
+  }
+  for (const auto& [key, val] : defaults.items()) {
+    if (!out.contains(key)) out[key] = val;
+  }
+  return out;
+}
+
+// "comm": {"channels": "auto" | 1..64, "fidelity": "auto" | "chunk" | "step" | "edge"}.
+json complete_comm(const json& v, const JsonPlace& at) {
+  if (!v.is_object()) fail(at, fmt::format("expected an object with channels and fidelity, got {}", type_name(v)));
+  json out = {{"channels", "auto"}, {"fidelity", "auto"}};
+  for (const auto& [key, val] : v.items()) {
+    const JsonPlace here = at.at(key);
+    const auto& nccl = unmodelled_nccl_knobs();
+    if (std::find(nccl.begin(), nccl.end(), key) != nccl.end()) {
+      fail(here, "this NCCL knob is not modelled in training yet (every collective is simulated as NCCL rings on the "
+                 "fabric); the comm knobs that change the simulation are channels and fidelity");
+    }
+    if (key == "channels") {
+      const bool ok = (val.is_string() && val.get<std::string>() == "auto") ||
+                      (val.is_number_integer() && val.get<long long>() >= 1 && val.get<long long>() <= 64);
+      if (!ok) fail(here, fmt::format("expected \"auto\" or an integer 1..64, got {}", val.dump()));
+      out["channels"] = val;
+    } else if (key == "fidelity") {
+      if (!val.is_string()) fail(here, fmt::format("expected \"auto\", \"chunk\", \"step\" or \"edge\", got {}", val.dump()));
+      try {
+        (void)fidelity_from_string(val.get<std::string>());
+      } catch (const InputError&) {
+        fail(here, fmt::format("expected \"auto\", \"chunk\", \"step\" or \"edge\", got {}", val.dump()));
+      }
+      out["fidelity"] = val;
+    } else {
+      fail(here, "unknown field; expected channels or fidelity (see docs/scenario-format.md)");
+    }
+  }
+  return out;
+}
+
+json complete_compute_profile(const json& v, const JsonPlace& at) {
+  if (v.is_object()) {
+    (void)workloads::parse_compute_profile(v, at.str());
+    return v;
+  }
+  if (!v.is_string()) fail(at, fmt::format("expected \"auto\", a built-in profile name, a file or a profile object, got {}", type_name(v)));
+  const std::string name = v.get<std::string>();
+  const auto names = workloads::builtin_compute_profile_names();
+  if (name != "auto" && std::find(names.begin(), names.end(), name) == names.end() && !std::filesystem::exists(name)) {
+    fail(at, fmt::format("'{}' is neither \"auto\", a built-in compute profile ({}) nor an existing file", name,
+                         fmt::join(names, ", ")));
+  }
+  return v;
+}
+
+workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::ClusterSpec& spec, const JsonPlace& at) {
+  if (v.is_object()) return workloads::parse_compute_profile(v, at.str());
+  const std::string name = v.get<std::string>();
+  if (name != "auto") {
+    const auto names = workloads::builtin_compute_profile_names();
+    if (std::find(names.begin(), names.end(), name) != names.end()) return workloads::builtin_compute_profile(name);
+    return workloads::load_compute_profile_file(name);
+  }
+  // By GPU model, as `commstack train` does without --compute-profile (cli/verb_train.cpp).
+  const std::string& g = spec.node.gpu_model;
+  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
+  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
+  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
+  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
+  fail(at, fmt::format("\"auto\": the cluster's GPU model '{}' has no built-in compute profile; name one of {} or give a "
+                       "file or object",
+                       g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+}
+
+// Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
+void merge_into(json& base, const json& patch, const JsonPlace& at, const std::string& section) {
+  for (const auto& [key, val] : patch.items()) {
+    const JsonPlace here = at.at(key);
+    if (!base.contains(key)) {
+      std::vector<std::string> have;
+      for (const auto& [k, unused] : base.items()) have.push_back(k);
+      fail(here, fmt::format("no such field in the baseline {} (it has: {}); an override changes a field the baseline "
+                             "has; to add an optional field, write it in the baseline (see docs/scenario-format.md)",
+                             section, fmt::join(have, ", ")));
+    }
+    if (val.is_null()) fail(here, "null is not a value; give the new value of the field");
+    json& target = base[key];
+    if (val.is_object() && target.is_object()) merge_into(target, val, here, section);
+    else target = val;
+  }
+}
+
+}  // namespace
+
+json normalize_job(const json& job, const JsonPlace& at) {
+  if (!job.is_object()) fail(at, fmt::format("expected a job object ({}), got {}", fmt::join(job_fields(), ", "), type_name(job)));
+  for (const auto& [key, unused] : job.items()) {
+    const auto& f = job_fields();
+    if (std::find(f.begin(), f.end(), key) == f.end()) {
+      fail(at.at(key), fmt::format("unknown field; expected one of {}", fmt::join(f, ", ")));
+    }
+  }
+  for (const char* required : {"cluster", "model", "parallel"}) {
+    if (!job.contains(required)) fail(at, fmt::format("missing required field '{}'", required));
+  }
+  json out = json::object();
+  out["cluster"] = resolve_cluster(job["cluster"], at.at("cluster"));
+  // Parsed here (cheap) so that a bad cluster value is reported at the place it was written.
+  (void)topologies::parse_cluster(out["cluster"], at.at("cluster").str());
+  if (job.contains("nodes")) {
+    const json& n = job["nodes"];
+    if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > (1 << 20)) {
+      fail(at.at("nodes"), fmt::format("expected a node count 1..{}, got {}", 1 << 20, n.dump()));
+    }
+    out["nodes"] = n;
+  } else {
+    const json& cluster = out["cluster"];
+    if (!cluster.contains("nodes") || !cluster["nodes"].is_number_integer()) {
+      fail(at.at("cluster"), "has no integer 'nodes' and the job gives no 'nodes'");
+    }
+    out["nodes"] = cluster["nodes"];
+  }
+  out["model"] = resolve_model_json(job["model"], at.at("model"));
+  const workloads::ModelSpec model = workloads::parse_model(out["model"], at.at("model").str());
+  out["parallel"] = complete_parallel(job["parallel"], model, at.at("parallel"));
+  out["compute_profile"] = complete_compute_profile(job.value("compute_profile", json("auto")), at.at("compute_profile"));
+  out["comm"] = complete_comm(job.value("comm", json::object()), at.at("comm"));
+  return out;
+}
+
+json apply_overrides(const json& base, const json& overrides, const JsonPlace& at) {
+  if (!overrides.is_object()) fail(at, fmt::format("expected an object shaped like a job, got {}", type_name(overrides)));
+  json out = base;
+  for (const auto& [key, val] : overrides.items()) {
+    const JsonPlace here = at.at(key);
+    const auto& f = job_fields();
+    if (std::find(f.begin(), f.end(), key) == f.end()) {
+      fail(here, fmt::format("unknown field; a variant overrides one of {}", fmt::join(f, ", ")));
+    }
+    if (val.is_null()) fail(here, "null is not a value; give the new value of the field");
+    json& target = out[key];
+    if (key == "comm" && val.is_object()) {
+      // NCCL knobs that training does not model get their own message, not "no such field".
+      json probe = target;
+      for (const auto& [k, v] : val.items()) probe[k] = v;
+      (void)complete_comm(probe, here);
+    }
+    if (val.is_object() && target.is_object() && key != "compute_profile") merge_into(target, val, here, key);
+    else target = val;  // a name (another preset, model, profile), a number, or a whole object
+  }
+  return normalize_job(out, at);
+}
+
+PreparedJob prepare_job(const json& job, const JsonPlace& at) {
+  PreparedJob p;
+  const std::string cluster_origin = at.at("cluster").str();
+  p.cluster = topologies::parse_cluster(job.at("cluster"), cluster_origin);
+  const int nodes = job.at("nodes").get<int>();
+  try {
+    p.topology = topologies::build_topology(p.cluster, nodes);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} with nodes = {}: {}", cluster_origin, nodes, e.what()));
+  }
+  const std::string model_where = at.at("model").str();
+  workloads::ModelSpec model = workloads::parse_model(job.at("model"), model_where);
+  const std::string par_where = at.at("parallel").str();
+  workloads::ParallelConfig par = workloads::parse_parallel(job.at("parallel"), par_where);
+  // Megatron pads the vocabulary to a multiple of 128 x TP when TP does not divide it, as
+  // `commstack train` does (cli/verb_train.cpp).
+  if (model.vocab % par.tp != 0) {
+    const std::int64_t multiple = 128LL * par.tp;
+    const std::int64_t padded = (model.vocab + multiple - 1) / multiple * multiple;
+    p.notes.push_back(fmt::format("vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)",
+                                  model.name, model.vocab, padded));
+    model.vocab = padded;
+  }
+  workloads::validate(model, par, p.topology.gpu_count(),
+                      fmt::format("{} (on {} GPUs of {} x {} nodes)", par_where, p.topology.gpu_count(), p.cluster.name, nodes));
+  p.setup.model = model;
+  p.setup.par = par;
+  p.setup.compute = pick_compute_profile(job.at("compute_profile"), p.cluster, at.at("compute_profile"));
+  if (par.precision == workloads::Precision::fp8 && p.setup.compute.peak_fp8_flops <= 0) {
+    fail(at.at("parallel").at("precision"), fmt::format("fp8, but compute profile {} has no FP8 peak", p.setup.compute.name));
+  }
+  workloads::check_fits(workloads::estimate_memory(model, par), p.setup.compute.memory_bytes,
+                        fmt::format("{}: {} (compute profile {})", at.str(), p.cluster.node.gpu_model, p.setup.compute.name));
+  const json& comm = job.at("comm");
+  if (comm.at("channels").is_number_integer()) p.setup.comm.channels = comm.at("channels").get<int>();
+  p.setup.comm.fidelity = fidelity_from_string(comm.at("fidelity").get<std::string>());
+  p.label_cluster = fmt::format("{} x {} nodes", p.cluster.name, p.topology.nodes);
+  p.label_config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}",
+                               par.tp, par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
+                               par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
+                               to_string(par.recompute));
+  return p;
+}
+
+nlohmann::ordered_json run_job(const PreparedJob& job) {
+  Simulator simulator(job.topology);
+  const auto result = sim::train::simulate_training(simulator, job.setup);
+  sim::train::RunLabel label;
+  label.cluster = job.label_cluster;
+  label.model = job.setup.model.name;
+  label.compute = job.setup.compute.name;
+  label.config = job.label_config;
+  nlohmann::ordered_json out = sim::train::to_json(result, label);
+  out["notes"] = job.notes;
+  return out;
+}
+
+}  // namespace commstack::sim::scenario

@@ -1,0 +1,49 @@
+#pragma once
+// `commstack whatif`: every run of a scenario simulated (each in its own process, see
+// isolated_run.hpp), then compared with the baseline: speedup = baseline iteration time / variant
+// iteration time, and the difference of the time breakdown (compute, exposed TP/CP/EP/DP/PP
+// communication, tail) says which part of the iteration the change moved.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario/scenario.hpp"
+
+namespace commstack::sim::scenario {
+
+// The breakdown components, in report order (sim/train/train.hpp Breakdown).
+inline const std::vector<std::string>& breakdown_parts() {
+  static const std::vector<std::string> p = {"compute", "tp", "cp", "ep", "dp", "pp", "tail"};
+  return p;
+}
+
+struct WhatifRow {
+  std::string name, description;
+  nlohmann::json overrides;          // as written in the scenario
+  nlohmann::ordered_json result;     // the train report of the run (sim/train/report.hpp to_json)
+  double iteration_s = 0;
+  double speedup = 1;                // baseline iteration_s / this iteration_s
+  double mfu = 0;
+  double tokens_per_s = 0;
+  std::vector<double> breakdown_s;   // per breakdown_parts()
+  std::vector<double> delta_s;       // this minus the baseline, per breakdown_parts()
+  std::string moved;                 // the part with the largest |delta| ("" when nothing moved)
+  double moved_s = 0;                // its delta (signed)
+};
+
+struct WhatifResult {
+  std::string scenario, description, origin;
+  std::vector<WhatifRow> rows;  // rows[0]: the baseline
+};
+
+// Parses and checks every run of the scenario (cluster, topology, model, parallelism, memory) in
+// this process, so that all input errors are reported before anything is simulated.
+std::vector<PreparedJob> prepare_runs(const Scenario& s);
+
+// Simulates every run, at most `jobs` at a time, and compares them with the baseline. The result
+// does not depend on `jobs`. `on_done(done, total)` reports progress.
+WhatifResult run_whatif(const Scenario& s, int jobs, const std::function<void(std::size_t, std::size_t)>& on_done = {});
+
+}  // namespace commstack::sim::scenario

@@ -1,0 +1,54 @@
+# commstack whatif: scenario runs, output formats, determinism, plot, and bad scenario files
+# (exit status 2 and the JSON path in the message). Scenario files are in tests/cli/whatif/.
+set(whatif_dir tests/cli/whatif)
+
+commstack_cli_test(NAME whatif.text
+  ARGS whatif ${whatif_dir}/small.json
+  MATCH "baseline +[0-9.]+ +1\\.000 .*same +[0-9.]+ +1\\.000 .*100G NICs +[0-9.]+ +0\\.[0-9]+ .*dp \\+[0-9.]+ s")
+commstack_cli_test(NAME whatif.csv
+  ARGS whatif ${whatif_dir}/small.json --format csv -j 1
+  MATCH "^variant,iteration_s,speedup,mfu,tokens_per_s,compute_s.*\nbaseline,[0-9.]+,1\\.000000000,.*\nsame,[0-9.]+,1\\.000000000,")
+commstack_cli_test(NAME whatif.json
+  ARGS whatif ${whatif_dir}/small.json --format json
+  MATCH "\"name\": \"same\".*\"speedup\": 1\\.0,")
+commstack_cli_test(NAME whatif.check
+  ARGS whatif ${whatif_dir}/small.json --check
+  MATCH "4 runs \\(baseline \\+ 3 variants\\), all valid")
+commstack_cli_test(NAME whatif.list
+  ARGS whatif --list
+  MATCH "gpt3-175b-1024-h100 \\(default\\): GPT-3 175B on 1024 H100")
+# The built-in default scenario (1024 GPUs, 5 runs) passes every input check.
+commstack_cli_test(NAME whatif.default_check
+  ARGS whatif --check
+  MATCH "built-in scenario gpt3-175b-1024-h100: 5 runs")
+
+# Byte-identical output run to run and for 1 or 4 parallel processes.
+add_test(NAME cli.whatif.deterministic
+  COMMAND sh -c "\"$0\" whatif \"$1\" --format csv -j 1 > \"$2/whatif-a.csv\" && \"$0\" whatif \"$1\" --format csv -j 4 > \"$2/whatif-b.csv\" && cmp \"$2/whatif-a.csv\" \"$2/whatif-b.csv\""
+          $<TARGET_FILE:commstack> ${whatif_dir}/small.json ${CMAKE_CURRENT_BINARY_DIR}
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# The plot: PNG plus its data and gnuplot script (skipped where gnuplot is missing: the error says so).
+add_test(NAME cli.whatif.plot
+  COMMAND sh -c "rm -f \"$2\"/whatif-plot.*; if command -v gnuplot >/dev/null; then \"$0\" whatif \"$1\" --plot \"$2/whatif-plot.png\" > /dev/null && test -s \"$2/whatif-plot.png\" && grep -q 'rowstacked' \"$2/whatif-plot.gp\" && grep -q '100G NICs' \"$2/whatif-plot.dat\"; else \"$0\" whatif \"$1\" --plot \"$2/whatif-plot.png\" 2>&1 | grep -q 'gnuplot is not installed'; fi"
+          $<TARGET_FILE:commstack> ${whatif_dir}/small.json ${CMAKE_CURRENT_BINARY_DIR}
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# Bad scenario files: exit status exactly 2 and the message (regex) on stderr.
+function(whatif_error_test name file match)
+  add_test(NAME cli.whatif.${name}
+    COMMAND sh -c "\"$0\" whatif \"$1\" > /dev/null 2> \"$3/whatif-${name}.err\"; rc=$?; cat \"$3/whatif-${name}.err\"; test $rc -eq 2 && grep -Eq \"$2\" \"$3/whatif-${name}.err\""
+            $<TARGET_FILE:commstack> ${whatif_dir}/${file} "${match}" ${CMAKE_CURRENT_BINARY_DIR}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()
+whatif_error_test(missing_field bad-missing-field.json
+  "bad-missing-field.json: [$][.]variants[[]1[]][.]overrides[.]cluster[.]fabric[.]nic_gbps: no such field in the baseline cluster")
+whatif_error_test(unknown_field bad-unknown-field.json "bad-unknown-field.json: [$][.]variantz: unknown field")
+whatif_error_test(negative_bandwidth bad-negative-bandwidth.json
+  "[$][.]variants[[]1[]][.]overrides[.]cluster: /node/nics/bandwidth")
+whatif_error_test(tp_not_dividing_heads bad-tp-heads.json
+  "[$][.]variants[[]2[]] [(]'TP4 DP4', baseline [+] overrides[)][.]parallel .*[$][.]tp: 16 does not divide the 24 attention heads")
+whatif_error_test(nccl_algo bad-nccl-algo.json "[$][.]variants[[]0[]][.]overrides[.]comm[.]algo: this NCCL knob is not modelled in training yet")
+whatif_error_test(duplicate_name bad-duplicate-name.json "[$][.]variants[[]1[]][.]name: 'same' is already used")
+whatif_error_test(malformed bad-malformed.json "bad-malformed.json: not valid JSON")
+whatif_error_test(no_such_file does-not-exist.json "does-not-exist.json.*neither a built-in scenario")
