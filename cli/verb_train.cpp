@@ -26,7 +26,7 @@ struct TrainOptions {
   std::string cluster, nodes, model;
   std::string tp = "1", pp = "1", dp = "1", cp = "1", ep = "1", zero = "0";
   std::string micro_batch = "1", global_batch, seq;
-  std::string precision = "bf16", virtual_stages = "1", recompute = "none";
+  std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
   std::string format = "text", trace;
@@ -86,6 +86,9 @@ void run(const TrainOptions& o) {
   else if (o.recompute == "selective") par.recompute = workloads::Recompute::selective;
   else if (o.recompute == "full") par.recompute = workloads::Recompute::full;
   else throw InputError(fmt::format("--recompute: unknown '{}'; expected none, selective or full", o.recompute));
+  if (o.attention == "flash") par.attention = workloads::AttentionKernel::flash;
+  else if (o.attention == "materialized") par.attention = workloads::AttentionKernel::materialized;
+  else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
   par.sequence_parallel = o.sequence_parallel;
@@ -127,10 +130,10 @@ void run(const TrainOptions& o) {
   label.cluster = fmt::format("{} x {} nodes", spec.name, topo.nodes);
   label.model = model.name;
   label.compute = setup.compute.name;
-  label.config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp,
-                             par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
+  label.config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {} attention {}",
+                             par.tp, par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
                              par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
-                             to_string(par.recompute));
+                             to_string(par.recompute), to_string(par.attention));
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -161,6 +164,8 @@ void register_train(CLI::App& app) {
   sub->add_option("--precision", opts->precision, "bf16 or fp8");
   sub->add_option("--virtual-stages", opts->virtual_stages, "Model chunks per pipeline rank (>1: interleaved)");
   sub->add_option("--recompute", opts->recompute, "Activation recomputation: none, selective, full");
+  sub->add_option("--attention", opts->attention,
+                  "Attention kernel: flash (fused, default) or materialized (seq^2 scores in HBM, Megatron-LM <= 2022)");
   sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");

@@ -39,3 +39,9 @@ commstack_cli_error_test(NAME train.bad_compute_profile
 commstack_cli_test(NAME train.vocab_padded
   ARGS train --cluster dgx-a100 --nodes 8 --model gpt3-175b --tp 8 --pp 8 --dp 1 --global-batch 8 --micro-batch 1 --recompute full
   MATCH "padded from 50257 to 51200")
+commstack_cli_error_test(NAME train.bad_attention
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --attention sdpa
+  MATCH "--attention: unknown 'sdpa'; expected flash or materialized")
+commstack_cli_test(NAME train.materialized_attention
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --global-batch 8 --attention materialized --recompute full
+  MATCH "recompute full attention materialized")

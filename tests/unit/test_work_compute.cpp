@@ -34,6 +34,32 @@ TEST_CASE("work: roofline compute time is FLOP-bound for big GEMMs and bandwidth
                        doctest::Contains("fp8"), InputError);
 }
 
+TEST_CASE("work: HBM efficiency divides the memory side of the roofline only") {
+  ComputeProfile p = parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"test",
+      "peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"gemm":0.5,"memory":0.8}})"),
+                                           "prof.json");
+  CHECK(p.eff_memory == 0.8);
+  Op ew;
+  ew.kind = OpKind::compute;
+  ew.cclass = ComputeClass::elementwise;
+  ew.mem_bytes = 1e9;
+  CHECK(compute_time(p, ew, Precision::bf16) == doctest::Approx(1e9 / 0.8e12));
+  // A GEMM with arithmetic intensity 1000 FLOP/byte stays FLOP-bound: 0.5 PFLOP/s vs 0.8 TB/s.
+  Op gemm;
+  gemm.kind = OpKind::compute;
+  gemm.cclass = ComputeClass::gemm;
+  gemm.flops = 1e12;
+  gemm.mem_bytes = 1e9;
+  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(1e12 / 0.5e15));
+  // At 100 FLOP/byte the same GEMM is bandwidth-bound (ridge point 0.5e15 / 0.8e12 = 625 FLOP/byte).
+  gemm.flops = 1e11;
+  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(1e9 / 0.8e12));
+  CHECK(builtin_compute_profile("a100-80gb").eff_memory == 1);
+  CHECK_THROWS_WITH_AS(parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"p","peak_bf16_flops":1e15,
+      "hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"memory":0}})"), "prof.json"),
+                       doctest::Contains("prof.json: $.efficiency.memory"), InputError);
+}
+
 TEST_CASE("work: compute profile parser checks ranges, provenance and unknown fields") {
   auto parse = [](const char* text) { return parse_compute_profile(nlohmann::json::parse(text), "prof.json"); };
   CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"","peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10})"),

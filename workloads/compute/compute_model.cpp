@@ -28,6 +28,7 @@ ComputeProfile parse_compute_profile(const nlohmann::json& j, const std::string&
     p.eff_attention = g.number_or("attention", 1, 1e-6, 1);
     p.eff_elementwise = g.number_or("elementwise", 1, 1e-6, 1);
     p.eff_optimizer = g.number_or("optimizer", 1, 1e-6, 1);
+    p.eff_memory = g.number_or("memory", 1, 1e-6, 1);
     g.reject_unknown();
   }
   f.reject_unknown();
@@ -101,7 +102,7 @@ double compute_time(const ComputeProfile& prof, const Op& op, Precision precisio
   }
   const double peak = fp8 ? prof.peak_fp8_flops : prof.peak_bf16_flops;
   const double t_flops = op.flops / (peak * efficiency(prof, op.cclass, op.flops));
-  const double t_mem = op.mem_bytes / prof.hbm_bytes_per_s;
+  const double t_mem = op.mem_bytes / (prof.hbm_bytes_per_s * prof.eff_memory);
   return std::max(t_flops, t_mem);
 }
 

@@ -26,6 +26,9 @@ struct ComputeProfile {
   double eff_attention = 1;
   double eff_elementwise = 1;
   double eff_optimizer = 1;
+  // Fraction of the datasheet HBM bandwidth that streaming kernels reach (0 < e <= 1); divides the
+  // memory side of every op's roofline.
+  double eff_memory = 1;
 };
 
 ComputeProfile parse_compute_profile(const nlohmann::json& j, const std::string& where);

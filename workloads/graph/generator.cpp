@@ -14,6 +14,17 @@ namespace {
 
 std::uint64_t to_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
 
+// HBM bytes per residual-stream element (bf16) of the memory-bound kernels around the GEMMs
+// (Megatron's fused kernels; each reads its inputs and writes its outputs once):
+// LayerNorm/RMSNorm forward reads x, writes y (2+2); backward reads dy and x, writes dx (6), and the
+// residual stream's gradient then sums the two branches (read 2+2, write 2): 12.
+constexpr double kNormFwdBytes = 4;
+constexpr double kNormBwdBytes = 12;
+// Residual add (Megatron's fused bias-dropout-add): reads the branch output and the residual, writes
+// the sum (2+2+2) and, with dropout, the 1-byte mask; backward writes the branch gradient (2) after
+// reading the incoming one (2) and the mask (1).
+constexpr double kResidualFwdBytes = 6, kResidualBwdBytes = 4, kDropoutMaskBytes = 1;
+
 // Kinds of point-to-point messages, part of the send/recv tag.
 enum TagKind : std::int64_t { kPpForward = 1, kPpBackward = 2, kCpForward = 3, kCpBackward = 4, kCpRecompute = 5 };
 
@@ -85,6 +96,17 @@ private:
     return compute(name, ComputeClass::gemm, mult * 2 * M * K * N, mult * eb * (M * K + K * N + M * N), ph, mb, layer,
                    chunk);
   }
+
+  // A memory-bound kernel (LayerNorm, fused bias-GeLU, bias-dropout-add, softmax): no tensor-core
+  // work, its time is the HBM traffic (bytes read + written).
+  int streaming(const char* name, double bytes, Phase ph, int mb, std::int64_t layer, int chunk) {
+    return compute(name, ComputeClass::elementwise, 0, bytes, ph, mb, layer, chunk);
+  }
+  // Elements of the residual stream on this rank (b*s*h): split over TP ranks only with sequence
+  // parallelism; without it every TP rank runs the LayerNorms and dropouts on the whole sequence.
+  double residual_elements() const { return tokens_ * static_cast<double>(m_.hidden) / (sp_ ? t_ : 1); }
+  double residual_fwd_bytes() const { return kResidualFwdBytes + (m_.dropout ? kDropoutMaskBytes : 0); }
+  double residual_bwd_bytes() const { return kResidualBwdBytes + (m_.dropout ? kDropoutMaskBytes : 0); }
 
   // A collective on `stream`, ordered after the previous op of that stream. Blocking ones are
   // waited on by the next compute op; others only by what lists them explicitly.
@@ -170,6 +192,10 @@ private:
     // Flash-style HBM traffic: read Q, K, V, write O (backward: about twice that).
     const double mem = (2 * qbytes + kv_chunk * p_.cp) * (backward ? 2 : 1);
     const char* name = ph == Phase::recompute ? "attention.recompute" : backward ? "attention.bwd" : "attention";
+    if (p_.attention == AttentionKernel::materialized) {  // validate() rules out CP here
+      materialized_attention(core, qbytes, kv_chunk, ph, mb, l, chunk, backward);
+      return;
+    }
     if (p_.cp == 1) {
       compute(name, ComputeClass::attention, core, mem, ph, mb, l, chunk);
       return;
@@ -191,17 +217,55 @@ private:
     }
   }
 
+  // Megatron-LM's unfused attention core (2020-2022): scores = baddbmm(Q, K^T) written to HBM,
+  // FusedScaleMaskSoftmax into a new tensor, dropout on the probabilities (models with dropout),
+  // then bmm with V. Each kernel streams the b*(a/t)*s^2 score tensor (E elements, 2 bytes each; the
+  // dropout mask 1 byte):
+  //   forward:  scores write 2E, softmax read+write 4E, dropout read+write+mask 5E, P'V read 2E
+  //   backward: dP = dO V^T write 2E and dV = P'^T dO read 2E, dropout backward 5E, softmax backward
+  //             (reads y, dy, writes dx) 6E, dQ = dS K and dK = dS^T Q read dS twice 4E
+  // The two batched GEMMs carry the FLOPs (half the core each) and go through the roofline with
+  // their bytes, so a small head dimension (low arithmetic intensity) makes them memory-bound.
+  void materialized_attention(double core, double qbytes, double kvbytes, Phase ph, int mb, std::int64_t l, int chunk,
+                              bool backward) {
+    const double E = static_cast<double>(p_.micro_batch) * static_cast<double>(m_.heads) / t_ *
+                     static_cast<double>(p_.seq) * static_cast<double>(p_.seq);
+    const double qkv_io = qbytes + kvbytes;  // Q, K, V in (forward) or their gradients out (backward)
+    if (!backward) {
+      const bool rc = ph == Phase::recompute;
+      compute(rc ? "attention.scores.recompute" : "attention.scores", ComputeClass::attention, core / 2,
+              2 * E + qkv_io * 2 / 3, ph, mb, l, chunk);
+      streaming(rc ? "attention.softmax.recompute" : "attention.softmax", 4 * E, ph, mb, l, chunk);
+      if (m_.dropout) streaming(rc ? "attention.dropout.recompute" : "attention.dropout", 5 * E, ph, mb, l, chunk);
+      compute(rc ? "attention.context.recompute" : "attention.context", ComputeClass::attention, core / 2,
+              2 * E + qkv_io / 3 + qbytes, ph, mb, l, chunk);
+      return;
+    }
+    // `core` is already the backward's 2x.
+    compute("attention.context.bwd", ComputeClass::attention, core / 2, 4 * E + qkv_io / 3 + qbytes, ph, mb, l, chunk);
+    if (m_.dropout) streaming("attention.dropout.bwd", 5 * E, ph, mb, l, chunk);
+    streaming("attention.softmax.bwd", 6 * E, ph, mb, l, chunk);
+    compute("attention.scores.bwd", ComputeClass::attention, core / 2, 4 * E + qkv_io * 2 / 3, ph, mb, l, chunk);
+  }
+
   // ---- one layer ---------------------------------------------------------------------------------
   void layer_forward(std::int64_t l, Phase ph, int mb, int chunk) {
     const double h = static_cast<double>(m_.hidden);
     const double qw = static_cast<double>(m_.q_width()), kvw = static_cast<double>(m_.kv_width());
     const LayerFlops lf = layer_forward_flops(m_, l, p_.micro_batch, p_.seq);
+    const bool rc = ph == Phase::recompute;
     if (ph == Phase::forward) zero3_gather(l, ph, mb, chunk);
+    streaming(rc ? "layernorm.attn_in.recompute" : "layernorm.attn_in", kNormFwdBytes * residual_elements(), ph, mb, l,
+              chunk);
     tp_gather("tp.all_gather.attn_in", ph, mb, l, chunk);
     gemm("qkv", tokens_, h, (qw + 2 * kvw) / t_, 1, ph, mb, l, chunk);
     attention(l, lf, ph, mb, chunk, false);
     gemm("attn_proj", tokens_, qw / t_, h, 1, ph, mb, l, chunk);
     tp_reduce("tp.reduce_scatter.attn_out", "tp.all_reduce.attn_out", ph, mb, l, chunk);
+    streaming(rc ? "residual_add.attn.recompute" : "residual_add.attn", residual_fwd_bytes() * residual_elements(), ph, mb,
+              l, chunk);
+    streaming(rc ? "layernorm.mlp_in.recompute" : "layernorm.mlp_in", kNormFwdBytes * residual_elements(), ph, mb, l,
+              chunk);
     if (m_.is_moe_layer(l)) {
       moe_forward(l, lf, ph, mb, chunk);
     } else {
@@ -209,10 +273,19 @@ private:
       const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;  // SwiGLU: gate and up in one GEMM
       tp_gather("tp.all_gather.mlp_in", ph, mb, l, chunk);
       gemm("mlp_fc1", tokens_, h, in_width / t_, 1, ph, mb, l, chunk);
+      streaming(rc ? "mlp_act.recompute" : "mlp_act", activation_fwd_bytes() * tokens_ * f / t_, ph, mb, l, chunk);
       gemm("mlp_fc2", tokens_, f / t_, h, 1, ph, mb, l, chunk);
       tp_reduce("tp.reduce_scatter.mlp_out", "tp.all_reduce.mlp_out", ph, mb, l, chunk);
     }
+    streaming(rc ? "residual_add.mlp.recompute" : "residual_add.mlp", residual_fwd_bytes() * residual_elements(), ph, mb, l,
+              chunk);
   }
+
+  // Bytes per element of the activation function between fc1 and fc2 (per element of the ffn width):
+  // fused bias-GeLU reads x, writes y (2+2; backward reads dy and x, writes dx: 6); SwiGLU reads gate
+  // and up, writes y (6; backward reads dy, gate, up, writes both gradients: 10).
+  double activation_fwd_bytes() const { return m_.mlp == MlpKind::gelu ? 4 : 6; }
+  double activation_bwd_bytes() const { return m_.mlp == MlpKind::gelu ? 6 : 10; }
 
   // MoE: tokens are already split over TP ranks by SP (validate() requires SP with TP), so each
   // rank routes tokens_/t tokens; experts are whole (not TP-sharded) and spread over EP ranks.
@@ -243,6 +316,7 @@ private:
     const Phase B = Phase::backward;
     zero3_gather(l, B, mb, chunk);
     if (p_.recompute == Recompute::full) layer_forward(l, Phase::recompute, mb, chunk);
+    streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
     if (m_.is_moe_layer(l)) {
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
       compute("moe_experts.bwd", ComputeClass::gemm, 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l, chunk);
@@ -255,10 +329,13 @@ private:
       // the weight gradient (SP stores it sharded); the input gradient is reduce-scattered.
       tp_gather("tp.all_gather.mlp_out_grad", B, mb, l, chunk);
       gemm("mlp_fc2.bwd", tokens_, f / t_, h, 2, B, mb, l, chunk);
+      streaming("mlp_act.bwd", activation_bwd_bytes() * tokens_ * f / t_, B, mb, l, chunk);
       tp_gather("tp.all_gather.mlp_in", B, mb, l, chunk);
       gemm("mlp_fc1.bwd", tokens_, h, in_width / t_, 2, B, mb, l, chunk);
       tp_reduce("tp.reduce_scatter.mlp_in_grad", "tp.all_reduce.mlp_in_grad", B, mb, l, chunk);
     }
+    streaming("layernorm.mlp_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
+    streaming("residual_add.attn.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
     tp_gather("tp.all_gather.attn_out_grad", B, mb, l, chunk);
     gemm("attn_proj.bwd", tokens_, qw / t_, h, 2, B, mb, l, chunk);
     if (p_.recompute == Recompute::selective) attention(l, lf, Phase::recompute, mb, chunk, false);
@@ -266,6 +343,7 @@ private:
     tp_gather("tp.all_gather.attn_in", B, mb, l, chunk);
     int last = gemm("qkv.bwd", tokens_, h, (qw + 2 * kvw) / t_, 2, B, mb, l, chunk);
     tp_reduce("tp.reduce_scatter.attn_in_grad", "tp.all_reduce.attn_in_grad", B, mb, l, chunk);
+    last = streaming("layernorm.attn_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
     if (p_.zero == 3) {
       // FSDP / ZeRO-3 reduce-scatters each layer's gradients as soon as its backward is done.
       if (p_.dp * p_.cp > 1) {

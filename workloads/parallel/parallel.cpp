@@ -20,6 +20,7 @@ std::string to_string(Recompute r) {
   }
   return "?";
 }
+std::string to_string(AttentionKernel a) { return a == AttentionKernel::flash ? "flash" : "materialized"; }
 std::string to_string(Dim d) {
   switch (d) {
     case Dim::tp: return "tp";
@@ -86,6 +87,8 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.precision = f.choice_or("precision", "bf16", {"bf16", "fp8"}) == "bf16" ? Precision::bf16 : Precision::fp8;
   std::string rc = f.choice_or("recompute", "none", {"none", "selective", "full"});
   p.recompute = rc == "none" ? Recompute::none : rc == "selective" ? Recompute::selective : Recompute::full;
+  p.attention = f.choice_or("attention", "flash", {"flash", "materialized"}) == "flash" ? AttentionKernel::flash
+                                                                                      : AttentionKernel::materialized;
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.bucket_params = f.integer_or("bucket_params", 40'000'000, 1, std::int64_t{1} << 50);
@@ -133,6 +136,9 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
                                     p.micro_batches(), p.pp));
   }
   // Megatron's load-balanced context parallelism cuts each sequence into 2*cp chunks.
+  if (p.cp > 1 && p.attention == AttentionKernel::materialized) {
+    bad("attention", "materialized attention has no context parallelism (Megatron's CP needs the fused attention kernel)");
+  }
   if (p.cp > 1 && p.seq % (2 * p.cp) != 0) bad("cp", fmt::format("2*cp = {} does not divide seq = {}", 2 * p.cp, p.seq));
   if (p.sequence_parallel && (p.seq / p.cp) % p.tp != 0) {
     bad("sequence_parallel", fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));

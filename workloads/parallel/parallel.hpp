@@ -17,12 +17,18 @@ namespace commstack::workloads {
 enum class PipelineSchedule { one_f_one_b, interleaved };
 enum class Precision { bf16, fp8 };
 enum class Recompute { none, selective, full };
+// How the attention core runs: one fused kernel that never writes the seq x seq score matrix to HBM
+// (FlashAttention, cuDNN fused attention: Megatron-Core / Transformer Engine today), or the
+// materialized path of Megatron-LM 2020-2022 (baddbmm scores, fused scale-mask-softmax, dropout,
+// bmm with V), whose seq^2 tensors make it memory-bound (Korthikanti et al., Section 4.2).
+enum class AttentionKernel { flash, materialized };
 // The four grid dimensions of the rank layout (EP is carved out of CP x DP, see layout.hpp).
 enum class Dim { tp, cp, dp, pp };
 
 std::string to_string(PipelineSchedule s);
 std::string to_string(Precision p);
 std::string to_string(Recompute r);
+std::string to_string(AttentionKernel a);
 std::string to_string(Dim d);
 
 struct ParallelConfig {
@@ -40,6 +46,7 @@ struct ParallelConfig {
   std::int64_t seq = 0;           // tokens per sequence (the model's seq when the config omits it)
   Precision precision = Precision::bf16;
   Recompute recompute = Recompute::none;
+  AttentionKernel attention = AttentionKernel::flash;
   // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
