@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev
   libpugixml-dev zlib1g-dev
+  libopen-trace-format2-dev otf2-tools  # OTF2: read Score-P traces, write simulated timelines for Vampir (otf2-print checks them)
   libopenmpi-dev  # optional: commstack-bench with one MPI process per GPU (calibration/bench)
   gnuplot-nox python3
 )
