@@ -14,6 +14,7 @@
 #include "common/units.hpp"
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
+#include "sim/report/otf2_writer.hpp"
 #include "sim/report/sweep.hpp"
 #include "sim/report/trace.hpp"
 #include "sim/stack/predict.hpp"
@@ -37,6 +38,7 @@ struct CollectiveOptions {
   std::string fidelity = "auto";
   std::string format = "nccl-tests";
   std::string trace;
+  std::string otf2;
   // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
   // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
   std::string profile;
@@ -186,7 +188,7 @@ void run(const CollectiveOptions& o) {
       p.flows = plan.flows;
       p.chunks = plan.chunks;
     }
-    const bool record = !o.trace.empty() && i + 1 == sizes.size();
+    const bool record = (!o.trace.empty() || !o.otf2.empty()) && i + 1 == sizes.size();
     sim::RunResult r = simulator.run(graph, record);
     p.time_s = r.duration_s;
     sim::set_bandwidths(p, op, n);
@@ -199,6 +201,12 @@ void run(const CollectiveOptions& o) {
     if (!out) throw InputError(fmt::format("--trace {}: cannot open the file for writing", o.trace));
     out << sim::format_trace(topo, last_flows);
     if (!out) throw InputError(fmt::format("--trace {}: write failed", o.trace));
+  }
+  if (!o.otf2.empty()) {
+    const auto w = sim::write_otf2(
+        sim::otf2_sweep_timeline(topo, op, points, last_flows, fmt::format("commstack collective: {} on {}", o.op, info.cluster)),
+        o.otf2);
+    fmt::print(stderr, "commstack: wrote OTF2 archive {} ({} locations, {} events)\n", w.anchor, w.locations, w.events);
   }
   if (o.format == "csv") {
     fmt::print("{}", sim::format_csv(info, points));
@@ -241,6 +249,7 @@ void register_collective(CLI::App& app) {
   sub->add_option("--fidelity", o->fidelity, "auto | chunk | step | edge")->capture_default_str();
   sub->add_option("--format", o->format, "nccl-tests | csv | json")->capture_default_str();
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size's flows to this file");
+  sub->add_option("--otf2", o->otf2, "Write the sweep (and the largest size's flows) as an OTF2 archive into this directory");
   sub->add_option("--profile", o->profile,
                   "Predict with the calibrated stack model: a profile file, a shipped name (h100...), or auto");
   sub->add_option("--algo", o->algo, "Stack model: force algorithms like NCCL_ALGO");

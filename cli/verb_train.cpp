@@ -11,6 +11,7 @@
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
+#include "sim/report/otf2_writer.hpp"
 #include "sim/train/report.hpp"
 #include "sim/train/train.hpp"
 #include "topologies/cluster.hpp"
@@ -30,6 +31,7 @@ struct TrainOptions {
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
   std::string format = "text", trace;
+  std::string otf2;
   bool no_fold = false;
 };
 
@@ -142,6 +144,12 @@ void run(const TrainOptions& o) {
     out << sim::train::perfetto_trace(result, label).dump() << "\n";
     if (!out) throw InputError(fmt::format("--trace: writing '{}' failed", o.trace));
   }
+  if (!o.otf2.empty()) {
+    const auto w = sim::write_otf2(sim::otf2_timeline(result, topo, fmt::format("commstack train: {} on {}, {}", label.model,
+                                                                               label.cluster, label.config)),
+                                   o.otf2);
+    fmt::print(stderr, "commstack: wrote OTF2 archive {} ({} locations, {} events)\n", w.anchor, w.locations, w.events);
+  }
 }
 
 }  // namespace
@@ -173,6 +181,7 @@ void register_train(CLI::App& app) {
   sub->add_flag("--no-fold", opts->no_fold, "Simulate every rank instead of one per pipeline stage");
   sub->add_option("--format", opts->format, "text or json");
   sub->add_option("--trace", opts->trace, "Write a Perfetto (Chrome trace JSON) timeline here");
+  sub->add_option("--otf2", opts->otf2, "Write the timeline as an OTF2 archive (Vampir) into this directory");
   on_selected(sub, [opts] { run(*opts); });
 }
 
