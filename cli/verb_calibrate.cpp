@@ -20,6 +20,7 @@ struct CalibrateOptions {
   std::optional<std::string> prior;
   std::string name;
   double prior_weight = fit::FitOptions{}.prior_weight;
+  std::string loss = fit::FitOptions{}.loss;
 };
 
 void run_calibrate(const CalibrateOptions& o) {
@@ -34,6 +35,7 @@ void run_calibrate(const CalibrateOptions& o) {
   fit::FitOptions options;
   if (!(o.prior_weight >= 0)) throw InputError(fmt::format("--prior-weight {}: expected a number >= 0", o.prior_weight));
   options.prior_weight = o.prior_weight;
+  options.loss = o.loss;
   options.name = o.name.empty() ? fmt::format("sm{}-fit", prior.sm) : o.name;
   sim::stack::Profile fitted = fit::fit_profile(runs, prior, options);
   fitted.description = fmt::format("fitted by commstack calibrate on {} run(s)", runs.size());
@@ -62,6 +64,9 @@ void register_calibrate(CLI::App& app) {
   sub->add_option("--name", o->name, "Profile name");
   sub->add_option("--prior-weight", o->prior_weight,
                   "Weight of one prior standard deviation relative to one run's mean loss (default 0.01)");
+  sub->add_option("--loss", o->loss,
+                  "Robust loss on ln(predicted/measured): cauchy (default; a run the model cannot follow does not "
+                  "drag the others) or soft_l1 (linear tail)");
   on_selected(sub, [o] { run_calibrate(*o); });
 }
 

@@ -72,6 +72,7 @@ struct Steps {
   double intra = 0;  // steps between GPUs of one NVLink domain
   double inter = 0;  // steps that cross the network
   double nvls = 0;   // NVLink SHARP rounds
+  double posts = 0;  // extra network messages the proxy posts one after the other (alltoall peers)
 };
 
 // Bus-byte rates (bytes of S * busfactor per second) each resource allows at line rate, and the
@@ -275,11 +276,20 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     }
   } else if (n > 1) {
     if (op == CollectiveOp::alltoall) {
+      // Peers inside the domain are served in parallel by the kernel's channels: one step. Peers
+      // across the network are progressed one after the other by the GPU's proxy thread (one
+      // NET send and receive posted per remote peer, src/proxy.cc): one network step of the
+      // protocol plus n - g - 1 posts, each costing a bare network message (the LL step latency).
       steps.intra = g > 1 ? 1 : 0;
       steps.inter = N > 1 ? 1 : 0;
-      // Per GPU: (g-1)/n of S over NVLink; per domain: g (n-g)/n of S through the NICs.
+      steps.posts = N > 1 ? n - g - 1 : 0;
+      // Per GPU: (g-1)/n of S over NVLink. Across domains "alltoall cannot aggregate the
+      // bandwidth of multiple NICs, so the performance you should see is the performance of a
+      // single NIC" (sjeaugey, nccl-tests#267): the bus bandwidth is bounded by one GPU's NIC,
+      // not by the domain's NICs sharing the g (n-g)/n S that leaves it (the two agree only when
+      // n >> g).
       if (g > 1) res.intra_Bps = S_bus / (S * (g - 1) / n) * B_n;
-      if (N > 1) res.inter_Bps = S_bus / (S * g * (n - g) / n) * B_nic;
+      if (N > 1) res.inter_Bps = geo_.nic_gpu_Bps;
     } else {  // sendrecv: rank r sends S to r+1
       steps.intra = g > 1 ? 1 : 0;
       steps.inter = g > 1 ? 0 : 1;
@@ -302,7 +312,6 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   out.chunk_bytes = protocol::chunk_data_bytes(ci);
 
   Breakdown& b = out.breakdown;
-  b.launch_s = profile[Param::launch_us] * 1e-6;
   if (n > 1) {
     const double line = std::min(res.intra_Bps, res.inter_Bps);
     const double transported = std::min(res.intra_Bps * res.eta_intra, res.inter_Bps * res.eta_inter);
@@ -311,7 +320,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
     b.algorithm_latency_s = (steps.intra * lat_param(profile, proto, false) + steps.inter * lat_param(profile, proto, true) +
-                             steps.nvls * profile[Param::nvls_latency_us]) *
+                             steps.nvls * profile[Param::nvls_latency_us] + steps.posts * profile[Param::lat_net_ll_us]) *
                             1e-6;
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;
@@ -324,6 +333,14 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     out.busbw_line_GBps = out.busbw_achievable_GBps = 0;
   }
   b.contention_s = 0;
+  // nccl-tests times a loop of back-to-back calls on one stream with the host clock (src/common.cu
+  // BenchTime): the host enqueues call i+1 while the GPU runs call i, so a call costs the larger
+  // of its host time (launch_us) and its device time (kernel_us + the other layers). The launch
+  // layer is the kernel's fixed cost plus the host time the device time does not hide.
+  const double kernel_s = profile[Param::kernel_us] * 1e-6;
+  const double device_s = kernel_s + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s +
+                          b.transport_s + b.protocol_s + b.contention_s;
+  b.launch_s = kernel_s + std::max(0.0, profile[Param::launch_us] * 1e-6 - device_s);
   out.time_s = b.total_s();
   return out;
 }

@@ -24,7 +24,7 @@ struct Knobs {
 
 // Where the layers' contributions go. All in seconds.
 struct Breakdown {
-  double launch_s = 0;             // launch layer
+  double launch_s = 0;             // host time per call the device time does not hide (back-to-back calls)
   double algorithm_latency_s = 0;  // software latency of the algorithm's sequential steps
   double fabric_latency_s = 0;     // wire/switch latency of those steps (topology route latencies)
   double fabric_bandwidth_s = 0;   // bus bytes at the fabric's line rate (narrowest resource)

@@ -13,7 +13,7 @@ namespace commstack::sim::stack {
 // Parameter indices. Latencies in microseconds, efficiencies as fractions of a line rate,
 // per-channel caps in GB/s (1e9 B/s) of user data.
 enum class Param {
-  launch_us,            // host enqueue + kernel launch + completion wait, once per call
+  launch_us,            // host time of one call (enqueue + kernel launch); overlaps the previous call's device time
   lat_nvlink_ll_us,     // per algorithm step over NVLink/PCIe, LL protocol (flag poll + copy start)
   lat_nvlink_ll128_us,
   lat_nvlink_simple_us,
@@ -28,8 +28,9 @@ enum class Param {
   cap_ll128_GBps,
   cap_simple_GBps,
   chunk_sync_us,        // per chunk a channel waits on the FIFO flags of one slot (Simple/LL128/LL)
+  kernel_us,            // device-side fixed cost of one call (kernel start, work fetch, completion flag)
 };
-inline constexpr int kNumParams = 15;
+inline constexpr int kNumParams = 16;
 
 struct ParamInfo {
   const char* name;

@@ -52,3 +52,7 @@ commstack_cli_error_test(NAME stack_collective_breakdown_needs_profile
 commstack_cli_error_test(NAME stack_collective_bad_algo
   ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --algo warp
   MATCH "commstack: error: --algo: unknown algorithm .warp.")
+commstack_cli_error_test(NAME stack_calibrate_bad_loss
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
+       --output /dev/null --loss l2
+  MATCH "commstack: error: calibrate: --loss l2: expected cauchy or soft_l1")

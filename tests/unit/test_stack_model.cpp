@@ -1,5 +1,6 @@
 // Stack model: the protocol layer's fixed numbers, NCCL's chunking, the layer breakdown (adds up
 // exactly), closed forms of the bandwidth terms, and NCCL's choices on real logs.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -62,7 +63,13 @@ TEST_CASE("stack: layers add up to the total exactly") {
       CAPTURE(bytes);
       CHECK(p.time_s == b.launch_s + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s + b.transport_s +
                             b.protocol_s + b.contention_s);
-      CHECK(b.launch_s == doctest::Approx(prof[Param::launch_us] * 1e-6));
+      // Back-to-back calls: the launch layer is the kernel's fixed cost plus the host time the
+      // device time does not hide.
+      const double kernel = prof[Param::kernel_us] * 1e-6;
+      const double device = kernel + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s + b.transport_s +
+                            b.protocol_s + b.contention_s;
+      CHECK(b.launch_s == doctest::Approx(kernel + std::max(0.0, prof[Param::launch_us] * 1e-6 - device)));
+      CHECK(p.time_s >= prof[Param::launch_us] * 1e-6 * (1 - 1e-12));
       CHECK(b.fabric_bandwidth_s > 0);
       CHECK(b.transport_s >= 0);  // efficiencies <= 1 can only slow down
       CHECK(b.protocol_s >= 0);
@@ -140,4 +147,47 @@ TEST_CASE("stack: selection matches NCCL's choices in the nccl#1453 H100 3-node 
     match += select::key(choice.algo) == c.algo && select::key(choice.proto) == c.proto;
   }
   CHECK(match == 11);
+}
+
+TEST_CASE("stack: back-to-back calls cost the larger of host and device time") {
+  // nccl-tests times a loop of calls on one stream: the host enqueues the next call while the GPU
+  // runs this one. 8 B on one DGX H100 node: kernel + 14 Ring/LL steps of (lat + 0.6 us route)
+  // < the host time.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = sim::stack::prior_profile(90);
+  prof.at(Param::launch_us) = 30;
+  prof.at(Param::kernel_us) = 5;
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "ll";
+  Predictor pr(spec, 1, 8, knobs);
+  const auto small = pr.predict(CollectiveOp::allreduce, 8, prof);
+  const double device = 14 * (prof[Param::lat_nvlink_ll_us] + 0.6) * 1e-6;
+  CHECK(small.breakdown.algorithm_latency_s + small.breakdown.fabric_latency_s == doctest::Approx(device));
+  CHECK(small.time_s == doctest::Approx(30e-6));  // host-bound: exactly the launch time
+  CHECK(small.breakdown.launch_s == doctest::Approx(30e-6 - device).epsilon(1e-3));  // bandwidth terms of 8 B ~ 0
+  // 1 GiB: the device time exceeds the host time, only the kernel's fixed cost remains.
+  const auto large = pr.predict(CollectiveOp::allreduce, 1ull << 30, prof);
+  CHECK(large.breakdown.launch_s == doctest::Approx(5e-6));
+  CHECK(large.time_s > 30e-6);
+}
+
+TEST_CASE("stack: alltoall across nodes is bounded by one NIC and serialises the remote peers") {
+  // 2 x 8 H100 with one 400 Gb/s NIC per GPU: the bus bandwidth bound across the network is one
+  // NIC (sjeaugey, nccl-tests#267); the 8 remote peers cost one network step and 7 more proxy posts.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  Predictor pr(spec, 2, 8);
+  const auto p = pr.predict(CollectiveOp::alltoall, 4ull << 30, prof);
+  CHECK(p.algorithm == "P2P");
+  CHECK(p.proto == Proto::simple);
+  CHECK(p.busbw_line_GBps == doctest::Approx(50.0));
+  const double bus = (4ull << 30) * 15.0 / 16;
+  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / 50e9));
+  CHECK(p.breakdown.algorithm_latency_s ==
+        doctest::Approx((prof[Param::lat_nvlink_simple_us] + prof[Param::lat_net_simple_us] +
+                         7 * prof[Param::lat_net_ll_us]) * 1e-6));
+  // Inside one node the NVLink bound is unchanged: (g-1)/n of S per GPU over 450 GB/s.
+  const auto one = Predictor(spec, 1, 8).predict(CollectiveOp::alltoall, 4ull << 30, prof);
+  CHECK(one.busbw_line_GBps == doctest::Approx(450.0));
 }
