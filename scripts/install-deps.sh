@@ -8,7 +8,7 @@ packages=(
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev
   libpugixml-dev zlib1g-dev
   libopen-trace-format2-dev otf2-tools  # OTF2: read Score-P traces, write simulated timelines for Vampir (otf2-print checks them)
-  libopenmpi-dev  # optional: commstack-bench with one MPI process per GPU (calibration/bench)
+  libopenmpi-dev openmpi-bin  # optional: commstack-bench with one MPI process per GPU, commstack sweep over MPI ranks (mpirun in its test)
   gnuplot-nox python3
 )
 missing=()
