@@ -108,6 +108,12 @@ TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
   // Deterministic: a second fit gives the same numbers bit for bit.
   const Profile again = fit::fit_profile(runs, sim::stack::prior_profile(90), weak);
   CHECK(sim::stack::profile_to_json(again).dump() == sim::stack::profile_to_json(fitted).dump());
+  // The soft-L1 loss recovers the same times; an unknown loss is an input error.
+  fit::FitOptions soft = weak;
+  soft.loss = "soft_l1";
+  CHECK(fit::fit_profile(runs, sim::stack::prior_profile(90), soft).fit_mape_percent < 1.0);
+  soft.loss = "l2";
+  CHECK_THROWS_AS(fit::fit_profile(runs, sim::stack::prior_profile(90), soft), InputError);
 }
 
 TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below the hardware") {
