@@ -320,7 +320,8 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
     b.algorithm_latency_s = (steps.intra * lat_param(profile, proto, false) + steps.inter * lat_param(profile, proto, true) +
-                             steps.nvls * profile[Param::nvls_latency_us] + steps.posts * profile[Param::lat_net_ll_us]) *
+                             steps.nvls * profile[Param::nvls_latency_us] +
+                             steps.posts * profile[Param::lat_net_ll_us]) *
                             1e-6;
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;

@@ -20,7 +20,10 @@ namespace {
 using nlohmann::json;
 
 constexpr std::array<ParamInfo, kNumParams> kInfo{{
-    {"launch_us", "us", "host time of one call (enqueue + kernel launch); back-to-back calls hide it behind the previous call's device time", 0.0, 1000.0},
+    {"launch_us", "us",
+     "host time of one call (enqueue + kernel launch); back-to-back calls hide it behind the previous call's device "
+     "time",
+     0.0, 1000.0},
     {"lat_nvlink_ll_us", "us", "per algorithm step between GPUs of one NVLink domain, LL protocol", 0.0, 100.0},
     {"lat_nvlink_ll128_us", "us", "per algorithm step between GPUs of one NVLink domain, LL128 protocol", 0.0, 100.0},
     {"lat_nvlink_simple_us", "us", "per algorithm step between GPUs of one NVLink domain, Simple protocol", 0.0, 100.0},
@@ -35,7 +38,9 @@ constexpr std::array<ParamInfo, kNumParams> kInfo{{
     {"cap_ll128_GBps", "GB/s", "user data one channel moves per second with LL128", 0.01, 2000.0},
     {"cap_simple_GBps", "GB/s", "user data one channel moves per second with Simple", 0.01, 2000.0},
     {"chunk_sync_us", "us", "per chunk wait on a FIFO slot's flags (in series with the copy)", 0.0, 100.0},
-    {"kernel_us", "us", "device-side fixed cost of one call (kernel start, work fetch, completion), not hidden by the host loop", 0.0, 1000.0},
+    {"kernel_us", "us",
+     "device-side fixed cost of one call (kernel start, work fetch, completion), not hidden by the host loop", 0.0,
+     1000.0},
 }};
 
 std::string lower(std::string s) {
