@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -161,7 +162,15 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
   }
   r.simulations = costs.simulations();
   r.flows = costs.flows();
-  r.schedule = train::schedule_ops(g, [&](const Op& op) { return r.duration[static_cast<std::size_t>(op.id)]; });
+  try {
+    r.schedule = train::schedule_ops(g, [&](const Op& op) { return r.duration[static_cast<std::size_t>(op.id)]; });
+  } catch (const std::logic_error& e) {
+    // The scheduler only deadlocks on graphs whose collective calls cannot all be matched in one
+    // order (e.g. two process groups called in opposite orders on two traced ranks).
+    throw InputError(fmt::format("replay: the traced calls cannot be scheduled ({}); the traced ranks call their process "
+                                 "groups in orders that do not match",
+                                 e.what()));
+  }
 
   std::map<int, double> finish;
   for (const Op& op : g.ops) {
@@ -176,8 +185,12 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
   bool any_duration = false;
   for (const Op& op : trace.graph.ops) any_duration = any_duration || op.measured_s > 0;
   if (r.traced_start_s.size() != g.ops.size() && any_duration) {
-    const auto as_traced = train::schedule_ops(
-        trace.graph, [](const Op& op) { return std::max(op.measured_s, 0.0); });
+    train::Schedule as_traced;
+    try {
+      as_traced = train::schedule_ops(trace.graph, [](const Op& op) { return std::max(op.measured_s, 0.0); });
+    } catch (const std::logic_error& e) {
+      throw InputError(fmt::format("replay: the traced calls cannot be scheduled ({})", e.what()));
+    }
     r.traced_start_s = as_traced.start;
     for (const Op& op : g.ops) {
       double& f = traced_per_rank[op.rank];
@@ -256,8 +269,12 @@ std::string format_text(const workloads::ImportedTrace& trace, const ReplayResul
   s += fmt::format("ops        {} ({} communication ops re-simulated, {} kept as traced; {} simulations, {} flows)\n",
                    r.graph.ops.size(), r.resimulated_ops, r.kept_comm_ops, r.simulations, r.flows);
   s += "\n";
-  s += fmt::format("iteration  traced {:10.3f} ms   replayed {:10.3f} ms   ({:+.1f}%)\n", r.traced_s * 1e3, r.replayed_s * 1e3,
-                   100 * rel_diff(r.replayed_s, r.traced_s));
+  if (r.traced_s > 0) {
+    s += fmt::format("iteration  traced {:10.3f} ms   replayed {:10.3f} ms   ({:+.1f}%)\n", r.traced_s * 1e3, r.replayed_s * 1e3,
+                     100 * rel_diff(r.replayed_s, r.traced_s));
+  } else {
+    s += fmt::format("iteration  traced        n/a      replayed {:10.3f} ms   (the trace has no timing)\n", r.replayed_s * 1e3);
+  }
   s += fmt::format("\nbreakdown of rank {} (union of GPU op intervals)\n", r.critical_rank);
   s += fmt::format("  {:<22} {:>12} {:>12}\n", "", "traced ms", "replayed ms");
   auto row = [&](const char* what, double a, double b) { s += fmt::format("  {:<22} {:>12.3f} {:>12.3f}\n", what, a * 1e3, b * 1e3); };

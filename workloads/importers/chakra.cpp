@@ -52,7 +52,7 @@ int rank_of(const std::string& path, std::size_t index, std::vector<std::string>
   static const std::regex dotted(R"(\.(\d+)\.json)"), named(R"(rank[-_.]?(\d+))", std::regex::icase);
   const std::string base = path.substr(path.find_last_of('/') + 1);
   std::smatch m;
-  if (std::regex_search(base, m, dotted) || std::regex_search(base, m, named)) return std::stoi(m[1]);
+  if ((std::regex_search(base, m, dotted) || std::regex_search(base, m, named)) && m[1].length() < 9) return std::stoi(m[1]);
   warnings.push_back(fmt::format("{}: no rank in the file name (chakra.<rank>.json); taken as rank {}", path, index));
   return static_cast<int>(index);
 }
@@ -92,7 +92,8 @@ ImportedTrace import_chakra(const std::vector<std::string>& files) {
       n.type = static_cast<int>(*type);
       if (e.contains("Name") && e["Name"].is_string()) n.name = e["Name"].get<std::string>();
       n.cpu = e.contains("is_cpu_op") && e["is_cpu_op"].is_boolean() && e["is_cpu_op"].get<bool>();
-      if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() >= 0) {
+      if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() >= 0 &&
+          e["runtime"].get<double>() < 1e15) {
         n.runtime_us = e["runtime"].get<double>();
         n.has_runtime = true;
       }

@@ -37,8 +37,23 @@ std::optional<double> num(const json& o, const char* key) {
 std::optional<std::int64_t> integer(const json& o, const char* key) {
   auto it = o.find(key);
   if (it == o.end()) return std::nullopt;
-  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  // Values beyond 2^50 are no ids, ranks or sizes a trace can mean: treated as missing.
+  constexpr double kLimit = 1125899906842624.0;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kLimit)) return std::nullopt;
+    return static_cast<std::int64_t>(v);
+  }
+  if (it->is_number_integer()) {
+    const auto v = it->get<std::int64_t>();
+    if (v > kLimit || v < -kLimit) return std::nullopt;
+    return v;
+  }
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (!(v < kLimit && v > -kLimit)) return std::nullopt;
+    return static_cast<std::int64_t>(v);
+  }
   return std::nullopt;
 }
 std::string str(const json& o, const char* key) {
@@ -267,7 +282,7 @@ int rank_from_name(const std::string& path) {
   static const std::regex re(R"(rank[-_]?(\d+))", std::regex::icase);
   std::smatch m;
   const std::string base = path.substr(path.find_last_of('/') + 1);
-  if (std::regex_search(base, m, re)) return std::stoi(m[1]);
+  if (std::regex_search(base, m, re) && m[1].length() < 9) return std::stoi(m[1]);
   return -1;
 }
 
@@ -309,7 +324,7 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
       }
       t.warnings.push_back(fmt::format("{}: no distributedInfo.rank; taken as rank {} from the file name", p, f.rank));
     }
-    if (f.rank > (1 << 24) || f.world < 0 || f.world > (1 << 24)) throw InputError(fmt::format("{}: distributedInfo: rank {} / world_size {} out of range", p, f.rank, f.world));
+    if (f.rank > (1 << 24) || f.world < 0 || f.world > (1 << 24) || (f.world > 0 && f.rank >= f.world)) throw InputError(fmt::format("{}: distributedInfo: rank {} / world_size {} out of range", p, f.rank, f.world));
     rf.push_back(std::move(f));
   }
   std::sort(rf.begin(), rf.end(), [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
@@ -370,7 +385,6 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
     // Host side: runtime calls per thread, in traced order, with the CPU time between them.
     std::map<std::int64_t, std::vector<const Event*>> threads;
     std::vector<const Event*> metas;
-    std::map<std::int64_t, const Event*> gpu_by_corr_dummy;
     for (const Event& e : evs) {
       if (e.kind == EvKind::runtime) threads[e.tid].push_back(&e);
       if (e.kind == EvKind::comm_meta) metas.push_back(&e);

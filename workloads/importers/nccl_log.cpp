@@ -116,6 +116,11 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
     if (std::find(procs.begin(), procs.end(), key) == procs.end()) procs.push_back(key);
     world = std::max(world, l.nranks);
   }
+  // Without init lines: the device index when every process drives a different one (one node),
+  // else the order of first appearance.
+  std::set<int> devs;
+  for (const auto& l : lines) devs.insert(l.dev);
+  const bool by_device = devs.size() == procs.size();
   bool guessed = false;
   for (std::size_t k = 0; k < procs.size(); ++k) {
     int best = -1, best_n = 0;
@@ -123,12 +128,15 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
       if (pc.first == procs[k] && ci.nranks > best_n) best = ci.rank, best_n = ci.nranks;
     }
     if (best < 0) {
-      best = static_cast<int>(k);
+      best = by_device ? std::stoi(procs[k].substr(procs[k].rfind(':') + 1)) : static_cast<int>(k);
       guessed = true;
     }
     world_rank[procs[k]] = best;
   }
-  if (guessed) t.warnings.push_back("no \"comm ... rank N nranks M\" init lines for some processes: ranks numbered in order of appearance");
+  if (guessed) {
+    t.warnings.push_back(fmt::format("no \"comm ... rank N nranks M\" init lines for some processes: ranks taken {}",
+                                     by_device ? "from the device index [N]" : "in order of appearance"));
+  }
   std::set<int> seen;
   for (const auto& [p, r] : world_rank) {
     if (!seen.insert(r).second) throw InputError(fmt::format("two processes of the log claim rank {}", r));

@@ -1,0 +1,38 @@
+# commstack replay: the published sample traces (workloads/importers/samples) and input errors.
+set(replay_samples workloads/importers/samples)
+commstack_cli_test(NAME replay.kineto_text
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100
+  MATCH "iteration +traced +224\\.936 ms +replayed +2[12][0-9]\\.[0-9]+ ms.*GPU compute")
+commstack_cli_test(NAME replay.kineto_json
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu/rank-0.json.gz --cluster dgx-a100 --format json
+  MATCH "\"traced_s\": 0\\.224936.*\"resimulated_comm_ops\": 5")
+commstack_cli_test(NAME replay.trace_out
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --trace-out ${CMAKE_CURRENT_BINARY_DIR}/replay-trace.json
+  MATCH "replayed")
+commstack_cli_test(NAME replay.scale_dp
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-dp 4
+  MATCH "world 8.*scale-dp 4: the traced job is replica 0 of 4")
+commstack_cli_test(NAME replay.compute_profile
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-h100 --compute-profile h100-sxm5
+  MATCH "rescaled from a100-80gb to h100-sxm5")
+commstack_cli_test(NAME replay.nccl_log
+  ARGS replay --trace ${replay_samples}/nccl-log-203 --cluster dgx-a100
+  MATCH "3 communication ops re-simulated|6 communication ops re-simulated")
+commstack_cli_test(NAME replay.chakra
+  ARGS replay --trace ${replay_samples}/chakra-feeder/small_chakra.0.json --cluster dgx-a100
+  MATCH "Chakra")
+commstack_cli_error_test(NAME replay.too_few_nodes
+  ARGS replay --trace ${replay_samples}/kineto-hta-sampled-128gpu --cluster dgx-a100 --nodes 2
+  MATCH "needs 128 GPUs.*the cluster has 16")
+commstack_cli_error_test(NAME replay.missing_trace
+  ARGS replay --trace ${replay_samples}/no-such-dir --cluster dgx-a100
+  MATCH "no such file or directory")
+commstack_cli_error_test(NAME replay.not_a_trace
+  ARGS replay --trace ${replay_samples}/PROVENANCE.md --cluster dgx-a100
+  MATCH "not a Kineto/PyTorch profiler JSON")
+commstack_cli_error_test(NAME replay.bad_iteration
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --iteration 99
+  MATCH "iteration 'ProfilerStep#99' not in the trace")
+commstack_cli_error_test(NAME replay.bad_scale
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-dp zero
+  MATCH "--scale-dp: 'zero' is not a whole number")

@@ -1,0 +1,126 @@
+// Importers on broken input: truncated JSON or gzip, missing fields, unknown event kinds, ranks
+// that do not match. Each gives one InputError naming the file (and where), or a warning.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <zlib.h>
+
+#include "common/error.hpp"
+#include "workloads/importers/kineto.hpp"
+#include "workloads/importers/load_trace.hpp"
+
+using namespace commstack;
+using namespace commstack::workloads;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("commstack-import-" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// A minimal Kineto trace of one rank: one step, one launch, one kernel.
+std::string tiny(int rank, int world, const std::string& extra_event = "") {
+  return R"({"distributedInfo": {"rank": )" + std::to_string(rank) + R"(, "world_size": )" + std::to_string(world) +
+         R"(}, "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 500},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1010, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1020, "dur": 100, "args": {"correlation": 7, "stream": 7}})" +
+         extra_event + "\n]}";
+}
+
+bool has_warning(const ImportedTrace& t, const std::string& part) {
+  for (const auto& w : t.warnings) {
+    if (w.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("import robustness: the tiny trace imports: a launch, a kernel, CPU time around it") {
+  const auto d = temp_dir("tiny");
+  write(d + "/rank-0.json", tiny(0, 1));
+  const auto t = importers::load_trace(d);
+  CHECK(t.traced_s == doctest::Approx(500e-6));
+  // cpu gap 10 us, launch 5 us, cpu tail 485 us, the kernel.
+  REQUIRE(t.graph.ops.size() == 4);
+  double host = 0;
+  for (const Op& op : t.graph.ops) host += op.host ? op.measured_s : 0;
+  CHECK(host == doctest::Approx(500e-6));
+}
+
+TEST_CASE("import robustness: truncated JSON names the file and the byte") {
+  const auto d = temp_dir("truncated");
+  const std::string full = tiny(0, 1);
+  write(d + "/rank-0.json", full.substr(0, full.size() / 2 + 40));
+  CHECK_THROWS_WITH_AS(importers::import_kineto({d + "/rank-0.json"}), doctest::Contains("rank-0.json: invalid JSON at byte"),
+                       InputError);
+}
+
+TEST_CASE("import robustness: a truncated gzip file is reported, not half-read") {
+  const auto d = temp_dir("gz");
+  const std::string full = tiny(0, 1);
+  const std::string gz = d + "/rank-0.json.gz";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, full.data(), static_cast<unsigned>(full.size()));
+  gzclose(f);
+  const auto size = fs::file_size(gz);
+  fs::resize_file(gz, size - 12);  // drop the gzip trailer and some data
+  CHECK_THROWS_AS(importers::import_kineto({gz}), InputError);
+}
+
+TEST_CASE("import robustness: events without ts/dur and of unknown kinds are skipped with a warning") {
+  const auto d = temp_dir("fields");
+  write(d + "/rank-0.json",
+        tiny(0, 1, R"(,
+  {"ph": "X", "cat": "kernel", "name": "no_ts", "dur": 3},
+  {"ph": "X", "cat": "mystery", "name": "x", "ts": 1100, "dur": 3},
+  {"ph": "X", "cat": "kernel", "name": "negative", "ts": 1100, "dur": -3})"));
+  const auto t = importers::load_trace(d);
+  CHECK(has_warning(t, "2 complete events without a numeric ts/dur skipped"));
+  CHECK(has_warning(t, "1 events of unknown category 'mystery' skipped"));
+  CHECK(t.graph.ops.size() == 4);
+}
+
+TEST_CASE("import robustness: two files of one rank, and a rank beyond the world size") {
+  const auto d = temp_dir("ranks");
+  write(d + "/a.json", tiny(1, 2));
+  write(d + "/b.json", tiny(1, 2));
+  CHECK_THROWS_WITH_AS(importers::load_trace(d), doctest::Contains("are both rank 1"), InputError);
+  const auto e = temp_dir("ranks2");
+  write(e + "/a.json", tiny(3, 2));
+  CHECK_THROWS_WITH_AS(importers::load_trace(e), doctest::Contains("rank 3 / world_size 2 out of range"), InputError);
+}
+
+TEST_CASE("import robustness: not a trace, an empty directory, a missing path") {
+  const auto d = temp_dir("notrace");
+  write(d + "/README.md", "# notes\n");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/README.md"), doctest::Contains("not a Kineto"), InputError);
+  const auto e = temp_dir("empty");
+  CHECK_THROWS_WITH_AS(importers::load_trace(e), doctest::Contains("the directory has no files"), InputError);
+  CHECK_THROWS_WITH_AS(importers::load_trace(e + "/nothing.json"), doctest::Contains("no such file or directory"), InputError);
+}
+
+TEST_CASE("import robustness: a collective on a group whose other traced member never calls it") {
+  const auto d = temp_dir("unmatched");
+  const std::string nccl = R"(,
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1200, "dur": 5, "args": {"correlation": 9}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 8, "ts": 1210, "dur": 50,
+   "args": {"correlation": 9, "stream": 8, "Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+            "dtype": "Float", "Group size": 2, "Process Group Name": "0", "Process Group Ranks": "[0, 1]"}})";
+  write(d + "/rank-0.json", tiny(0, 2, nccl));
+  write(d + "/rank-1.json", tiny(1, 2));
+  const auto t = importers::load_trace(d);
+  CHECK(has_warning(t, "rank 0: 1 of 1 calls on pg 0 (2 ranks) have no counterpart"));
+  for (const Op& op : t.graph.ops) CHECK(op.kind != OpKind::collective);
+}
