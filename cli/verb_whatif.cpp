@@ -44,8 +44,10 @@ void run(const WhatifOptions& o) {
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
   }
-  if (o.jobs < 0) throw InputError(fmt::format("--jobs: expected a number of processes >= 1, got {}", o.jobs));
-  const sc::Scenario scenario = sc::load_scenario(o.scenario.empty() ? sc::default_scenario_name() : o.scenario);
+  if (o.jobs < 0)
+    throw InputError(fmt::format("--jobs: expected a number of processes >= 1, got {}", o.jobs));
+  const sc::Scenario scenario =
+      sc::load_scenario(o.scenario.empty() ? sc::default_scenario_name() : o.scenario);
   if (o.check) {
     // Every input check, no simulation: the scenario is usable as written.
     (void)sc::prepare_runs(scenario);
@@ -53,23 +55,30 @@ void run(const WhatifOptions& o) {
                scenario.runs.size() - 1);
     return;
   }
-  const int jobs = o.jobs > 0 ? o.jobs : std::min<int>(sc::available_cpus(), static_cast<int>(scenario.runs.size()));
+  const int jobs =
+      o.jobs > 0 ? o.jobs : std::min<int>(sc::available_cpus(), static_cast<int>(scenario.runs.size()));
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   const auto result = sc::run_whatif(scenario, jobs, [&](std::size_t done, std::size_t total) {
-    if (show_progress) fmt::print(stderr, "\rwhatif: {}/{} runs simulated{}", done, total, done == total ? "\n" : "");
+    if (show_progress)
+      fmt::print(stderr, "\rwhatif: {}/{} runs simulated{}", done, total, done == total ? "\n" : "");
   });
   std::string text;
-  if (o.format == "json") text = sc::whatif_json(result).dump(2) + "\n";
-  else if (o.format == "csv") text = sc::whatif_csv(result);
-  else text = sc::whatif_text(result);
+  if (o.format == "json")
+    text = sc::whatif_json(result).dump(2) + "\n";
+  else if (o.format == "csv")
+    text = sc::whatif_csv(result);
+  else
+    text = sc::whatif_text(result);
   auto save = [](const std::string& path, const std::string& content, const char* flag) {
     std::ofstream out(path);
     if (!out) throw InputError(fmt::format("{}: cannot write '{}'", flag, path));
     out << content;
     if (!out) throw InputError(fmt::format("{}: writing '{}' failed", flag, path));
   };
-  if (o.output.empty()) fmt::print("{}", text);
-  else save(o.output, text, "--output");
+  if (o.output.empty())
+    fmt::print("{}", text);
+  else
+    save(o.output, text, "--output");
   if (!o.save_csv.empty()) save(o.save_csv, sc::whatif_csv(result), "--save-csv");
   if (!o.save_json.empty()) save(o.save_json, sc::whatif_json(result).dump(2) + "\n", "--save-json");
   if (!o.plot.empty()) sc::whatif_plot(result, o.plot);
@@ -80,18 +89,24 @@ void run(const WhatifOptions& o) {
 void register_whatif(CLI::App& app) {
   auto opts = std::make_shared<WhatifOptions>();
   CLI::App* sub = app.add_subcommand(
-      "whatif", "How much faster would training be if ...? Simulate a baseline job and its variants, compare them");
-  sub->add_option("scenario", opts->scenario,
-                  "Scenario JSON file or built-in scenario name (default: the built-in gpt3-175b-1024-h100; see --list)");
+      "whatif",
+      "How much faster would training be if ...? Simulate a baseline job and its variants, compare them");
+  sub->add_option(
+      "scenario", opts->scenario,
+      "Scenario JSON file or built-in scenario name (default: the built-in gpt3-175b-1024-h100; see --list)");
   sub->add_option("--format", opts->format, "text, csv or json");
   sub->add_option("--output,-o", opts->output, "Write the table/CSV/JSON to this file instead of stdout");
-  sub->add_option("--save-csv", opts->save_csv, "Also write the CSV to this file (one simulation, several outputs)");
+  sub->add_option("--save-csv", opts->save_csv,
+                  "Also write the CSV to this file (one simulation, several outputs)");
   sub->add_option("--save-json", opts->save_json, "Also write the JSON to this file");
-  sub->add_option("--plot", opts->plot,
-                  "Write a PNG bar chart (speedups, stacked breakdown) here, with its .dat and .gp next to it (gnuplot)");
-  sub->add_option("--jobs,-j", opts->jobs, "Runs simulated at once, one process each (default: CPUs available)");
+  sub->add_option(
+      "--plot", opts->plot,
+      "Write a PNG bar chart (speedups, stacked breakdown) here, with its .dat and .gp next to it (gnuplot)");
+  sub->add_option("--jobs,-j", opts->jobs,
+                  "Runs simulated at once, one process each (default: CPUs available)");
   sub->add_flag("--progress", opts->progress, "Report progress on stderr even when it is not a terminal");
-  sub->add_flag("--check", opts->check, "Only check the scenario (every variant parsed, built and validated)");
+  sub->add_flag("--check", opts->check,
+                "Only check the scenario (every variant parsed, built and validated)");
   sub->add_flag("--list", opts->list, "List the built-in scenarios");
   on_selected(sub, [opts] { run(*opts); });
 }

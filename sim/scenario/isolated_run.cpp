@@ -64,7 +64,8 @@ struct Running {
 
 Running start(const IsolatedTask& task, std::size_t index) {
   int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("{}: pipe() failed: {}", task.label, std::strerror(errno)));
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(fmt::format("{}: pipe() failed: {}", task.label, std::strerror(errno)));
   // Flush before forking so that buffered output is not written twice (once by each process).
   std::fflush(nullptr);
   const pid_t pid = ::fork();
@@ -98,7 +99,8 @@ Outcome finish(Running& r, const IsolatedTask& task) {
     try {
       out.result = nlohmann::ordered_json::parse(b.begin() + 1, b.end());
     } catch (const nlohmann::json::exception& e) {
-      out.error = std::make_exception_ptr(std::runtime_error(fmt::format("{}: unreadable result: {}", task.label, e.what())));
+      out.error = std::make_exception_ptr(
+          std::runtime_error(fmt::format("{}: unreadable result: {}", task.label, e.what())));
     }
     return out;
   }
@@ -107,13 +109,13 @@ Outcome finish(Running& r, const IsolatedTask& task) {
   } else if (!b.empty() && b[0] == 'E') {
     out.error = std::make_exception_ptr(std::runtime_error(fmt::format("{}: {}", task.label, b.substr(1))));
   } else if (WIFSIGNALED(status)) {
-    out.error = std::make_exception_ptr(std::runtime_error(
-        fmt::format("{}: the simulation process was killed by signal {} ({})", task.label, WTERMSIG(status),
-                    strsignal(WTERMSIG(status)))));
+    out.error = std::make_exception_ptr(
+        std::runtime_error(fmt::format("{}: the simulation process was killed by signal {} ({})", task.label,
+                                       WTERMSIG(status), strsignal(WTERMSIG(status)))));
   } else {
-    out.error = std::make_exception_ptr(std::runtime_error(
-        fmt::format("{}: the simulation process exited with status {} without a result", task.label,
-                    WIFEXITED(status) ? WEXITSTATUS(status) : -1)));
+    out.error = std::make_exception_ptr(
+        std::runtime_error(fmt::format("{}: the simulation process exited with status {} without a result",
+                                       task.label, WIFEXITED(status) ? WEXITSTATUS(status) : -1)));
   }
   return out;
 }
@@ -128,7 +130,9 @@ int available_cpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-nlohmann::ordered_json run_isolated(const IsolatedTask& task) { return run_isolated_all({task}, 1).front(); }
+nlohmann::ordered_json run_isolated(const IsolatedTask& task) {
+  return run_isolated_all({task}, 1).front();
+}
 
 std::vector<nlohmann::ordered_json> run_isolated_all(const std::vector<IsolatedTask>& tasks, int jobs,
                                                      const std::function<void(std::size_t)>& on_done) {

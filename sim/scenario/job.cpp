@@ -30,8 +30,8 @@ using nlohmann::json;
 // it runs NCCL-style rings on the fabric for every collective (sim/train/comm_costs.hpp), so a
 // choice of algorithm or protocol would change nothing in the simulation. Refused, not ignored.
 const std::vector<std::string>& unmodelled_nccl_knobs() {
-  static const std::vector<std::string> k = {"algo", "proto", "nvls", "min_channels", "max_channels",
-                                             "buffsize", "nthreads", "tree", "collnet", "p2p_level"};
+  static const std::vector<std::string> k = {"algo",     "proto",    "nvls", "min_channels", "max_channels",
+                                             "buffsize", "nthreads", "tree", "collnet",      "p2p_level"};
   return k;
 }
 
@@ -39,19 +39,23 @@ const std::vector<std::string>& unmodelled_nccl_knobs() {
   throw InputError(fmt::format("{}: {}", at.str(), message));
 }
 
-std::string type_name(const json& v) { return v.type_name(); }
+std::string type_name(const json& v) {
+  return v.type_name();
+}
 
 // A cluster given by name (preset) or path, as its full JSON description.
 json resolve_cluster(const json& v, const JsonPlace& at) {
   if (v.is_object()) return v;
-  if (!v.is_string()) fail(at, fmt::format("expected a preset name, a cluster file or a cluster object, got {}", type_name(v)));
+  if (!v.is_string())
+    fail(at, fmt::format("expected a preset name, a cluster file or a cluster object, got {}", type_name(v)));
   const std::string name = v.get<std::string>();
   const auto presets = topologies::preset_names();
   if (std::find(presets.begin(), presets.end(), name) != presets.end()) {
     return workloads::parse_json_text(topologies::preset_json(name), fmt::format("preset {}", name));
   }
   if (!std::filesystem::exists(name)) {
-    fail(at, fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
+    fail(at,
+         fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
   }
   return workloads::read_json_file(name);
 }
@@ -59,10 +63,13 @@ json resolve_cluster(const json& v, const JsonPlace& at) {
 // A model given by built-in name or path, as its JSON description.
 json resolve_model_json(const json& v, const JsonPlace& at) {
   if (v.is_object()) return v;
-  if (!v.is_string()) fail(at, fmt::format("expected a built-in model name, a model file or a model object, got {}", type_name(v)));
+  if (!v.is_string())
+    fail(at,
+         fmt::format("expected a built-in model name, a model file or a model object, got {}", type_name(v)));
   const std::string name = v.get<std::string>();
   for (const auto& [stem, text] : workloads::embedded_model_files()) {
-    if (stem == name) return workloads::parse_json_text(std::string(text), fmt::format("built-in model '{}'", name));
+    if (stem == name)
+      return workloads::parse_json_text(std::string(text), fmt::format("built-in model '{}'", name));
   }
   if (!std::filesystem::exists(name)) {
     fail(at, fmt::format("'{}' is neither a built-in model ({}) nor an existing file", name,
@@ -80,7 +87,8 @@ std::string order_string(const std::vector<workloads::Dim>& order) {
 // The parallel object with every field written out (docs/workloads.md lists the defaults), so
 // that a variant can override any of them. seq becomes the model's when absent.
 json complete_parallel(const json& v, const workloads::ModelSpec& model, const JsonPlace& at) {
-  if (!v.is_object()) fail(at, fmt::format("expected a parallelism object (docs/workloads.md), got {}", type_name(v)));
+  if (!v.is_object())
+    fail(at, fmt::format("expected a parallelism object (docs/workloads.md), got {}", type_name(v)));
   const workloads::ParallelConfig p = workloads::parse_parallel(v, at.str());
   // The defaults of the fields parse_parallel() knows, written out; fields the user wrote are kept
   // as written (so a field added to the parser later passes through unchanged).
@@ -114,14 +122,17 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
 
 // "comm": {"channels": "auto" | 1..64, "fidelity": "auto" | "chunk" | "step" | "edge"}.
 json complete_comm(const json& v, const JsonPlace& at) {
-  if (!v.is_object()) fail(at, fmt::format("expected an object with channels and fidelity, got {}", type_name(v)));
+  if (!v.is_object())
+    fail(at, fmt::format("expected an object with channels and fidelity, got {}", type_name(v)));
   json out = {{"channels", "auto"}, {"fidelity", "auto"}};
   for (const auto& [key, val] : v.items()) {
     const JsonPlace here = at.at(key);
     const auto& nccl = unmodelled_nccl_knobs();
     if (std::find(nccl.begin(), nccl.end(), key) != nccl.end()) {
-      fail(here, "this NCCL knob is not modelled in training yet (every collective is simulated as NCCL rings on the "
-                 "fabric); the comm knobs that change the simulation are channels and fidelity");
+      fail(here,
+           "this NCCL knob is not modelled in training yet (every collective is simulated as NCCL rings on "
+           "the "
+           "fabric); the comm knobs that change the simulation are channels and fidelity");
     }
     if (key == "channels") {
       const bool ok = (val.is_string() && val.get<std::string>() == "auto") ||
@@ -129,7 +140,8 @@ json complete_comm(const json& v, const JsonPlace& at) {
       if (!ok) fail(here, fmt::format("expected \"auto\" or an integer 1..64, got {}", val.dump()));
       out["channels"] = val;
     } else if (key == "fidelity") {
-      if (!val.is_string()) fail(here, fmt::format("expected \"auto\", \"chunk\", \"step\" or \"edge\", got {}", val.dump()));
+      if (!val.is_string())
+        fail(here, fmt::format("expected \"auto\", \"chunk\", \"step\" or \"edge\", got {}", val.dump()));
       try {
         (void)fidelity_from_string(val.get<std::string>());
       } catch (const InputError&) {
@@ -148,22 +160,27 @@ json complete_compute_profile(const json& v, const JsonPlace& at) {
     (void)workloads::parse_compute_profile(v, at.str());
     return v;
   }
-  if (!v.is_string()) fail(at, fmt::format("expected \"auto\", a built-in profile name, a file or a profile object, got {}", type_name(v)));
+  if (!v.is_string())
+    fail(at, fmt::format("expected \"auto\", a built-in profile name, a file or a profile object, got {}",
+                         type_name(v)));
   const std::string name = v.get<std::string>();
   const auto names = workloads::builtin_compute_profile_names();
-  if (name != "auto" && std::find(names.begin(), names.end(), name) == names.end() && !std::filesystem::exists(name)) {
-    fail(at, fmt::format("'{}' is neither \"auto\", a built-in compute profile ({}) nor an existing file", name,
-                         fmt::join(names, ", ")));
+  if (name != "auto" && std::find(names.begin(), names.end(), name) == names.end() &&
+      !std::filesystem::exists(name)) {
+    fail(at, fmt::format("'{}' is neither \"auto\", a built-in compute profile ({}) nor an existing file",
+                         name, fmt::join(names, ", ")));
   }
   return v;
 }
 
-workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::ClusterSpec& spec, const JsonPlace& at) {
+workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::ClusterSpec& spec,
+                                               const JsonPlace& at) {
   if (v.is_object()) return workloads::parse_compute_profile(v, at.str());
   const std::string name = v.get<std::string>();
   if (name != "auto") {
     const auto names = workloads::builtin_compute_profile_names();
-    if (std::find(names.begin(), names.end(), name) != names.end()) return workloads::builtin_compute_profile(name);
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return workloads::builtin_compute_profile(name);
     return workloads::load_compute_profile_file(name);
   }
   // By GPU model, as `commstack train` does without --compute-profile (cli/verb_train.cpp).
@@ -172,9 +189,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
   if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
   if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
   if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
-  fail(at, fmt::format("\"auto\": the cluster's GPU model '{}' has no built-in compute profile; name one of {} or give a "
-                       "file or object",
-                       g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+  fail(at,
+       fmt::format(
+           "\"auto\": the cluster's GPU model '{}' has no built-in compute profile; name one of {} or give a "
+           "file or object",
+           g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
@@ -184,21 +203,27 @@ void merge_into(json& base, const json& patch, const JsonPlace& at, const std::s
     if (!base.contains(key)) {
       std::vector<std::string> have;
       for (const auto& [k, unused] : base.items()) have.push_back(k);
-      fail(here, fmt::format("no such field in the baseline {} (it has: {}); an override changes a field the baseline "
-                             "has; to add an optional field, write it in the baseline (see docs/scenario-format.md)",
-                             section, fmt::join(have, ", ")));
+      fail(here,
+           fmt::format(
+               "no such field in the baseline {} (it has: {}); an override changes a field the baseline "
+               "has; to add an optional field, write it in the baseline (see docs/scenario-format.md)",
+               section, fmt::join(have, ", ")));
     }
     if (val.is_null()) fail(here, "null is not a value; give the new value of the field");
     json& target = base[key];
-    if (val.is_object() && target.is_object()) merge_into(target, val, here, section);
-    else target = val;
+    if (val.is_object() && target.is_object())
+      merge_into(target, val, here, section);
+    else
+      target = val;
   }
 }
 
 }  // namespace
 
 json normalize_job(const json& job, const JsonPlace& at) {
-  if (!job.is_object()) fail(at, fmt::format("expected a job object ({}), got {}", fmt::join(job_fields(), ", "), type_name(job)));
+  if (!job.is_object())
+    fail(at,
+         fmt::format("expected a job object ({}), got {}", fmt::join(job_fields(), ", "), type_name(job)));
   for (const auto& [key, unused] : job.items()) {
     const auto& f = job_fields();
     if (std::find(f.begin(), f.end(), key) == f.end()) {
@@ -228,13 +253,15 @@ json normalize_job(const json& job, const JsonPlace& at) {
   out["model"] = resolve_model_json(job["model"], at.at("model"));
   const workloads::ModelSpec model = workloads::parse_model(out["model"], at.at("model").str());
   out["parallel"] = complete_parallel(job["parallel"], model, at.at("parallel"));
-  out["compute_profile"] = complete_compute_profile(job.value("compute_profile", json("auto")), at.at("compute_profile"));
+  out["compute_profile"] =
+      complete_compute_profile(job.value("compute_profile", json("auto")), at.at("compute_profile"));
   out["comm"] = complete_comm(job.value("comm", json::object()), at.at("comm"));
   return out;
 }
 
 json apply_overrides(const json& base, const json& overrides, const JsonPlace& at) {
-  if (!overrides.is_object()) fail(at, fmt::format("expected an object shaped like a job, got {}", type_name(overrides)));
+  if (!overrides.is_object())
+    fail(at, fmt::format("expected an object shaped like a job, got {}", type_name(overrides)));
   json out = base;
   for (const auto& [key, val] : overrides.items()) {
     const JsonPlace here = at.at(key);
@@ -250,8 +277,10 @@ json apply_overrides(const json& base, const json& overrides, const JsonPlace& a
       for (const auto& [k, v] : val.items()) probe[k] = v;
       (void)complete_comm(probe, here);
     }
-    if (val.is_object() && target.is_object() && key != "compute_profile") merge_into(target, val, here, key);
-    else target = val;  // a name (another preset, model, profile), a number, or a whole object
+    if (val.is_object() && target.is_object() && key != "compute_profile")
+      merge_into(target, val, here, key);
+    else
+      target = val;  // a name (another preset, model, profile), a number, or a whole object
   }
   return normalize_job(out, at);
 }
@@ -275,28 +304,32 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
   if (model.vocab % par.tp != 0) {
     const std::int64_t multiple = 128LL * par.tp;
     const std::int64_t padded = (model.vocab + multiple - 1) / multiple * multiple;
-    p.notes.push_back(fmt::format("vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)",
-                                  model.name, model.vocab, padded));
+    p.notes.push_back(
+        fmt::format("vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)",
+                    model.name, model.vocab, padded));
     model.vocab = padded;
   }
   workloads::validate(model, par, p.topology.gpu_count(),
-                      fmt::format("{} (on {} GPUs of {} x {} nodes)", par_where, p.topology.gpu_count(), p.cluster.name, nodes));
+                      fmt::format("{} (on {} GPUs of {} x {} nodes)", par_where, p.topology.gpu_count(),
+                                  p.cluster.name, nodes));
   p.setup.model = model;
   p.setup.par = par;
   p.setup.compute = pick_compute_profile(job.at("compute_profile"), p.cluster, at.at("compute_profile"));
   if (par.precision == workloads::Precision::fp8 && p.setup.compute.peak_fp8_flops <= 0) {
-    fail(at.at("parallel").at("precision"), fmt::format("fp8, but compute profile {} has no FP8 peak", p.setup.compute.name));
+    fail(at.at("parallel").at("precision"),
+         fmt::format("fp8, but compute profile {} has no FP8 peak", p.setup.compute.name));
   }
-  workloads::check_fits(workloads::estimate_memory(model, par), p.setup.compute.memory_bytes,
-                        fmt::format("{}: {} (compute profile {})", at.str(), p.cluster.node.gpu_model, p.setup.compute.name));
+  workloads::check_fits(
+      workloads::estimate_memory(model, par), p.setup.compute.memory_bytes,
+      fmt::format("{}: {} (compute profile {})", at.str(), p.cluster.node.gpu_model, p.setup.compute.name));
   const json& comm = job.at("comm");
   if (comm.at("channels").is_number_integer()) p.setup.comm.channels = comm.at("channels").get<int>();
   p.setup.comm.fidelity = fidelity_from_string(comm.at("fidelity").get<std::string>());
   p.label_cluster = fmt::format("{} x {} nodes", p.cluster.name, p.topology.nodes);
-  p.label_config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}",
-                               par.tp, par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
-                               par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
-                               to_string(par.recompute));
+  p.label_config = fmt::format(
+      "tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp, par.pp,
+      par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off", par.virtual_stages,
+      par.micro_batch, par.global_batch, par.seq, to_string(par.precision), to_string(par.recompute));
   return p;
 }
 

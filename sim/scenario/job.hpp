@@ -35,7 +35,8 @@ struct JsonPlace {
 
 // The top-level fields of a job object, in output order.
 inline const std::vector<std::string>& job_fields() {
-  static const std::vector<std::string> f = {"cluster", "nodes", "model", "parallel", "compute_profile", "comm"};
+  static const std::vector<std::string> f = {"cluster",  "nodes",           "model",
+                                             "parallel", "compute_profile", "comm"};
   return f;
 }
 
@@ -45,16 +46,17 @@ nlohmann::json normalize_job(const nlohmann::json& job, const JsonPlace& at);
 // Returns `base` (a normalized job) patched by `overrides` (an object shaped like a job). A key of
 // `overrides` that `base` does not have is an error "<path>: no such field in the baseline ...".
 // The result is normalized again (a replaced cluster or model name is resolved).
-nlohmann::json apply_overrides(const nlohmann::json& base, const nlohmann::json& overrides, const JsonPlace& at);
+nlohmann::json apply_overrides(const nlohmann::json& base, const nlohmann::json& overrides,
+                               const JsonPlace& at);
 
 // Everything parsed and checked, ready to simulate.
 struct PreparedJob {
   topologies::ClusterSpec cluster;
   topologies::Topology topology;
   sim::train::TrainSetup setup;
-  std::string label_cluster;            // "dgx-h100 x 128 nodes"
-  std::string label_config;             // "tp 8 pp 8 dp 16 ..."
-  std::vector<std::string> notes;       // e.g. the Megatron vocabulary padding
+  std::string label_cluster;       // "dgx-h100 x 128 nodes"
+  std::string label_config;        // "tp 8 pp 8 dp 16 ..."
+  std::vector<std::string> notes;  // e.g. the Megatron vocabulary padding
 };
 
 // Parses a normalized job. `at` names it in errors (every message carries at.where and a path).

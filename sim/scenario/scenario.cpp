@@ -49,32 +49,39 @@ Scenario parse_scenario(const json& doc, const std::string& where) {
   s.origin = where;
   s.name = string_field(doc, "name", root, true);
   s.description = string_field(doc, "description", root, false);
-  if (!doc.contains("baseline")) fail(root, "missing required field 'baseline' (a job: cluster, nodes, model, parallel, ...)");
+  if (!doc.contains("baseline"))
+    fail(root, "missing required field 'baseline' (a job: cluster, nodes, model, parallel, ...)");
   ScenarioRun base;
   base.name = "baseline";
   base.place = root.at("baseline");
   base.job = normalize_job(doc["baseline"], base.place);
   s.runs.push_back(base);
 
-  if (!doc.contains("variants")) fail(root, "missing required field 'variants' (a list of {name, overrides})");
+  if (!doc.contains("variants"))
+    fail(root, "missing required field 'variants' (a list of {name, overrides})");
   const json& variants = doc["variants"];
   if (!variants.is_array() || variants.empty()) {
-    fail(root.at("variants"), fmt::format("expected a non-empty array of {{name, overrides}}, got {}", variants.dump()));
+    fail(root.at("variants"),
+         fmt::format("expected a non-empty array of {{name, overrides}}, got {}", variants.dump()));
   }
   std::set<std::string> names = {"baseline"};
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const JsonPlace at = root.at("variants").at(i);
     const json& v = variants[i];
-    if (!v.is_object()) fail(at, fmt::format("expected an object {{name, description, overrides}}, got {}", v.dump()));
+    if (!v.is_object())
+      fail(at, fmt::format("expected an object {{name, description, overrides}}, got {}", v.dump()));
     reject_unknown(v, {"name", "description", "overrides"}, at);
     ScenarioRun run;
     run.name = string_field(v, "name", at, true);
     if (run.name.empty()) fail(at.at("name"), "must not be empty");
     if (!names.insert(run.name).second) {
-      fail(at.at("name"), fmt::format("'{}' is already used (the baseline is called 'baseline'); names must be unique", run.name));
+      fail(at.at("name"),
+           fmt::format("'{}' is already used (the baseline is called 'baseline'); names must be unique",
+                       run.name));
     }
     run.description = string_field(v, "description", at, false);
-    if (!v.contains("overrides")) fail(at, "missing required field 'overrides' ({} for a copy of the baseline)");
+    if (!v.contains("overrides"))
+      fail(at, "missing required field 'overrides' ({} for a copy of the baseline)");
     run.overrides = v["overrides"];
     run.place = at;
     run.job = apply_overrides(base.job, run.overrides, at.at("overrides"));
@@ -93,10 +100,13 @@ std::string builtin_scenario_json(const std::string& name) {
   for (const auto& [stem, text] : embedded_scenario_files()) {
     if (stem == name) return std::string(text);
   }
-  throw InputError(fmt::format("unknown built-in scenario '{}'; built-in: {}", name, fmt::join(builtin_scenario_names(), ", ")));
+  throw InputError(fmt::format("unknown built-in scenario '{}'; built-in: {}", name,
+                               fmt::join(builtin_scenario_names(), ", ")));
 }
 
-std::string default_scenario_name() { return "gpt3-175b-1024-h100"; }
+std::string default_scenario_name() {
+  return "gpt3-175b-1024-h100";
+}
 
 Scenario load_scenario(const std::string& name_or_path) {
   const auto names = builtin_scenario_names();
@@ -105,8 +115,8 @@ Scenario load_scenario(const std::string& name_or_path) {
     return parse_scenario(workloads::parse_json_text(builtin_scenario_json(name_or_path), where), where);
   }
   if (!std::filesystem::exists(name_or_path)) {
-    throw InputError(fmt::format("scenario '{}': neither a built-in scenario ({}) nor an existing file", name_or_path,
-                                 fmt::join(names, ", ")));
+    throw InputError(fmt::format("scenario '{}': neither a built-in scenario ({}) nor an existing file",
+                                 name_or_path, fmt::join(names, ", ")));
   }
   return parse_scenario(workloads::read_json_file(name_or_path), name_or_path);
 }

@@ -12,11 +12,11 @@
 namespace commstack::sim::scenario {
 
 struct ScenarioRun {
-  std::string name;         // "baseline" for the baseline
-  std::string description;  // optional, for reports
+  std::string name;                                     // "baseline" for the baseline
+  std::string description;                              // optional, for reports
   nlohmann::json overrides = nlohmann::json::object();  // as written ({} for the baseline)
-  nlohmann::json job;       // normalized job: the baseline with the overrides applied
-  JsonPlace place;          // "$.baseline" or "$.variants[i]" in the scenario file
+  nlohmann::json job;  // normalized job: the baseline with the overrides applied
+  JsonPlace place;     // "$.baseline" or "$.variants[i]" in the scenario file
 };
 
 struct Scenario {

@@ -16,19 +16,23 @@ std::vector<PreparedJob> prepare_runs(const Scenario& s) {
   for (const auto& run : s.runs) {
     const JsonPlace at = run.name == "baseline"
                              ? run.place
-                             : JsonPlace{run.place.where, fmt::format("{} ('{}', baseline + overrides)", run.place.path, run.name)};
+                             : JsonPlace{run.place.where, fmt::format("{} ('{}', baseline + overrides)",
+                                                                      run.place.path, run.name)};
     out.push_back(prepare_job(run.job, at));
   }
   return out;
 }
 
-WhatifResult run_whatif(const Scenario& s, int jobs, const std::function<void(std::size_t, std::size_t)>& on_done) {
+WhatifResult run_whatif(const Scenario& s, int jobs,
+                        const std::function<void(std::size_t, std::size_t)>& on_done) {
   const std::vector<PreparedJob> prepared = prepare_runs(s);
   std::vector<IsolatedTask> tasks;
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     // The child is a fork of this process: it reads prepared[i] from its copy of our memory.
-    tasks.push_back({fmt::format("{}: {}", s.origin, i == 0 ? std::string("baseline") : fmt::format("variant '{}'", s.runs[i].name)),
-                     [&prepared, i] { return run_job(prepared[i]); }});
+    tasks.push_back(
+        {fmt::format("{}: {}", s.origin,
+                     i == 0 ? std::string("baseline") : fmt::format("variant '{}'", s.runs[i].name)),
+         [&prepared, i] { return run_job(prepared[i]); }});
   }
   std::size_t done = 0;
   const auto results = run_isolated_all(tasks, jobs, [&](std::size_t) {
@@ -49,7 +53,8 @@ WhatifResult run_whatif(const Scenario& s, int jobs, const std::function<void(st
     row.iteration_s = row.result.at("iteration_s").get<double>();
     row.mfu = row.result.at("mfu").get<double>();
     row.tokens_per_s = row.result.at("tokens_per_s").get<double>();
-    for (const auto& part : breakdown_parts()) row.breakdown_s.push_back(row.result.at("breakdown_s").at(part).get<double>());
+    for (const auto& part : breakdown_parts())
+      row.breakdown_s.push_back(row.result.at("breakdown_s").at(part).get<double>());
     w.rows.push_back(std::move(row));
   }
   const WhatifRow& base = w.rows.front();

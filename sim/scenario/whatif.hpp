@@ -21,16 +21,16 @@ inline const std::vector<std::string>& breakdown_parts() {
 
 struct WhatifRow {
   std::string name, description;
-  nlohmann::json overrides;          // as written in the scenario
-  nlohmann::ordered_json result;     // the train report of the run (sim/train/report.hpp to_json)
+  nlohmann::json overrides;       // as written in the scenario
+  nlohmann::ordered_json result;  // the train report of the run (sim/train/report.hpp to_json)
   double iteration_s = 0;
-  double speedup = 1;                // baseline iteration_s / this iteration_s
+  double speedup = 1;  // baseline iteration_s / this iteration_s
   double mfu = 0;
   double tokens_per_s = 0;
-  std::vector<double> breakdown_s;   // per breakdown_parts()
-  std::vector<double> delta_s;       // this minus the baseline, per breakdown_parts()
-  std::string moved;                 // the part with the largest |delta| ("" when nothing moved)
-  double moved_s = 0;                // its delta (signed)
+  std::vector<double> breakdown_s;  // per breakdown_parts()
+  std::vector<double> delta_s;      // this minus the baseline, per breakdown_parts()
+  std::string moved;                // the part with the largest |delta| ("" when nothing moved)
+  double moved_s = 0;               // its delta (signed)
 };
 
 struct WhatifResult {
@@ -44,6 +44,7 @@ std::vector<PreparedJob> prepare_runs(const Scenario& s);
 
 // Simulates every run, at most `jobs` at a time, and compares them with the baseline. The result
 // does not depend on `jobs`. `on_done(done, total)` reports progress.
-WhatifResult run_whatif(const Scenario& s, int jobs, const std::function<void(std::size_t, std::size_t)>& on_done = {});
+WhatifResult run_whatif(const Scenario& s, int jobs,
+                        const std::function<void(std::size_t, std::size_t)>& on_done = {});
 
 }  // namespace commstack::sim::scenario

@@ -15,7 +15,9 @@
 namespace commstack::sim::scenario {
 namespace {
 
-double r9(double x) { return std::round(x * 1e9) / 1e9; }
+double r9(double x) {
+  return std::round(x * 1e9) / 1e9;
+}
 
 std::string moved_text(const WhatifRow& row) {
   if (row.moved.empty()) return "nothing";
@@ -55,11 +57,11 @@ std::string whatif_text(const WhatifResult& w) {
   std::size_t width = 8;
   for (const auto& r : w.rows) width = std::max(width, r.name.size());
   line("");
-  line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup", "MFU",
-                   "tokens/s", "moved most (vs baseline)"));
+  line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup",
+                   "MFU", "tokens/s", "moved most (vs baseline)"));
   for (const auto& r : w.rows) {
-    line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}  {:>5.1f}%  {:>12.0f}  {}", r.name, width, r.iteration_s, r.speedup,
-                     100 * r.mfu, r.tokens_per_s, &r == &base ? "-" : moved_text(r)));
+    line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}  {:>5.1f}%  {:>12.0f}  {}", r.name, width, r.iteration_s,
+                     r.speedup, 100 * r.mfu, r.tokens_per_s, &r == &base ? "-" : moved_text(r)));
   }
   line("");
   line("time breakdown of the critical rank, s (baseline) and change from the baseline (variants):");
@@ -69,7 +71,8 @@ std::string whatif_text(const WhatifResult& w) {
   for (const auto& r : w.rows) {
     std::string l = fmt::format("{:<{}}", r.name, width);
     for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
-      l += &r == &base ? fmt::format("  {:>8.3f}", r.breakdown_s[k]) : fmt::format("  {:>+8.3f}", r.delta_s[k]);
+      l += &r == &base ? fmt::format("  {:>8.3f}", r.breakdown_s[k])
+                       : fmt::format("  {:>+8.3f}", r.delta_s[k]);
     }
     line(l);
   }
@@ -90,16 +93,19 @@ std::string whatif_text(const WhatifResult& w) {
     for (const auto& n : r.result.value("notes", nlohmann::ordered_json::array())) {
       const std::string text = n.get<std::string>();
       auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& e) { return e.first == text; });
-      if (it == notes.end()) notes.push_back({text, {r.name}});
-      else it->second.push_back(r.name);
+      if (it == notes.end())
+        notes.push_back({text, {r.name}});
+      else
+        it->second.push_back(r.name);
     }
   }
   if (!notes.empty()) {
     line("");
     line("notes:");
     for (const auto& [text, runs] : notes) {
-      line(fmt::format("  {}{}", text, runs.size() == w.rows.size() ? std::string(" (all runs)")
-                                                                      : fmt::format(" ({})", fmt::join(runs, ", "))));
+      line(fmt::format("  {}{}", text,
+                       runs.size() == w.rows.size() ? std::string(" (all runs)")
+                                                    : fmt::format(" ({})", fmt::join(runs, ", "))));
     }
   }
   return out;
@@ -111,7 +117,8 @@ std::string whatif_csv(const WhatifResult& w) {
   for (const auto& p : breakdown_parts()) out += fmt::format(",delta_{}_s", p);
   out += ",moved,moved_s\n";
   for (const auto& r : w.rows) {
-    out += fmt::format("{},{:.9f},{:.9f},{:.9f},{:.3f}", csv_field(r.name), r.iteration_s, r.speedup, r.mfu, r.tokens_per_s);
+    out += fmt::format("{},{:.9f},{:.9f},{:.9f},{:.3f}", csv_field(r.name), r.iteration_s, r.speedup, r.mfu,
+                       r.tokens_per_s);
     for (double v : r.breakdown_s) out += fmt::format(",{:.9f}", v);
     for (double v : r.delta_s) out += fmt::format(",{:.9f}", v);
     out += fmt::format(",{},{:.9f}\n", r.moved, r.moved_s);
@@ -178,35 +185,40 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     std::ofstream out(gp);
     if (!out) throw InputError(fmt::format("--plot: cannot write '{}'", gp.string()));
     const std::string d = gp_quote(dat.filename().string());
-    out << "# Written by commstack whatif; run `gnuplot " << gp.filename().string() << "` in this folder to redraw.\n";
+    out << "# Written by commstack whatif; run `gnuplot " << gp.filename().string()
+        << "` in this folder to redraw.\n";
     out << "set terminal pngcairo size 1200,1000 font ',10'\n";
     out << "set output " << gp_quote(png.filename().string()) << "\n";
     out << "set datafile separator '\\t'\n";
-    out << "set multiplot layout 2,1 title " << gp_quote(fmt::format("what-if {}: {}", w.scenario, w.description))
-        << " font ',11'\n";
+    out << "set multiplot layout 2,1 title "
+        << gp_quote(fmt::format("what-if {}: {}", w.scenario, w.description)) << " font ',11'\n";
     out << "set style data histograms\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n";
     out << "set xtics rotate by -15 scale 0\nset grid ytics\nset key outside right top\n";
     out << "set ylabel 'speedup over the baseline (x)'\nset yrange [0:*]\nset offsets 0,0,0.15,0\n";
     out << "plot " << d << " using 3:xtic(2) title 'speedup' lc rgb '#4472c4', \\\n     " << d
         << " using 1:3:(sprintf('%.3f', $3)) with labels offset 0,0.8 notitle\n";
-    out << "set style histogram rowstacked\nset ylabel 'iteration time, s (critical rank)'\nset offsets 0,0,0,0\n";
-    const std::vector<std::string> colors = {"#7f7f7f", "#4472c4", "#70ad47", "#ffc000", "#ed7d31", "#a5a5a5", "#264478"};
+    out << "set style histogram rowstacked\nset ylabel 'iteration time, s (critical rank)'\nset offsets "
+           "0,0,0,0\n";
+    const std::vector<std::string> colors = {"#7f7f7f", "#4472c4", "#70ad47", "#ffc000",
+                                             "#ed7d31", "#a5a5a5", "#264478"};
     out << "plot ";
     for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
       if (k > 0) out << ", \\\n     ";
-      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title " << gp_quote(breakdown_parts()[k])
-          << " lc rgb '" << colors[k] << "'";
+      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title "
+          << gp_quote(breakdown_parts()[k]) << " lc rgb '" << colors[k] << "'";
     }
     out << "\nunset multiplot\n";
     if (!out) throw InputError(fmt::format("--plot: writing '{}' failed", gp.string()));
   }
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    throw InputError(fmt::format("--plot: gnuplot is not installed (apt-get install gnuplot-nox); the data and script "
-                                 "are in {} and {}",
-                                 dat.string(), gp.string()));
+    throw InputError(
+        fmt::format("--plot: gnuplot is not installed (apt-get install gnuplot-nox); the data and script "
+                    "are in {} and {}",
+                    dat.string(), gp.string()));
   }
   const fs::path dir = gp.has_parent_path() ? gp.parent_path() : fs::path(".");
-  const std::string cmd = fmt::format("cd {} && gnuplot {}", sh_quote(dir.string()), sh_quote(gp.filename().string()));
+  const std::string cmd =
+      fmt::format("cd {} && gnuplot {}", sh_quote(dir.string()), sh_quote(gp.filename().string()));
   if (std::system(cmd.c_str()) != 0) {
     throw InputError(fmt::format("--plot: gnuplot failed on {} (the script and data are kept)", gp.string()));
   }

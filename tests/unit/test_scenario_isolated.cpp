@@ -60,23 +60,27 @@ TEST_CASE("scenario: the work runs in another process, so the parent's state is 
 
 TEST_CASE("scenario: an InputError in a child is rethrown with its message and the task label") {
   std::vector<IsolatedTask> tasks = reversed_finish_tasks(3);
-  tasks[1].work = [] () -> nlohmann::ordered_json { throw InputError("scenario.json: $.variants[0].overrides.x: no such field"); };
-  tasks[2].work = [] () -> nlohmann::ordered_json { throw InputError("second failure"); };
+  tasks[1].work = []() -> nlohmann::ordered_json {
+    throw InputError("scenario.json: $.variants[0].overrides.x: no such field");
+  };
+  tasks[2].work = []() -> nlohmann::ordered_json { throw InputError("second failure"); };
   for (int jobs : {1, 3}) {
     // The first failing task in input order is reported, whatever finished first.
-    CHECK_THROWS_WITH_AS(run_isolated_all(tasks, jobs), "task 1: scenario.json: $.variants[0].overrides.x: no such field",
-                         InputError);
+    CHECK_THROWS_WITH_AS(run_isolated_all(tasks, jobs),
+                         "task 1: scenario.json: $.variants[0].overrides.x: no such field", InputError);
   }
 }
 
 TEST_CASE("scenario: a child killed by a signal or failing otherwise is an error naming the task") {
-  CHECK_THROWS_WITH_AS(run_isolated({"variant 'boom'", []() -> nlohmann::ordered_json {
+  CHECK_THROWS_WITH_AS(run_isolated({"variant 'boom'",
+                                     []() -> nlohmann::ordered_json {
                                        std::signal(SIGABRT, SIG_DFL);
                                        std::abort();
                                      }}),
-                       doctest::Contains("variant 'boom': the simulation process was killed by signal 6"), std::runtime_error);
-  CHECK_THROWS_WITH_AS(run_isolated({"t", []() -> nlohmann::ordered_json { throw std::logic_error("bug"); }}), "t: bug",
+                       doctest::Contains("variant 'boom': the simulation process was killed by signal 6"),
                        std::runtime_error);
+  CHECK_THROWS_WITH_AS(run_isolated({"t", []() -> nlohmann::ordered_json { throw std::logic_error("bug"); }}),
+                       "t: bug", std::runtime_error);
 }
 
 TEST_CASE("scenario: a result larger than a pipe buffer comes back whole") {

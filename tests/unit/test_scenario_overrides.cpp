@@ -25,7 +25,9 @@ json small_baseline() {
 }
 
 json scenario_with(const json& overrides) {
-  return {{"name", "t"}, {"baseline", small_baseline()}, {"variants", json::array({{{"name", "v"}, {"overrides", overrides}}})}};
+  return {{"name", "t"},
+          {"baseline", small_baseline()},
+          {"variants", json::array({{{"name", "v"}, {"overrides", overrides}}})}};
 }
 
 // Parses and checks (prepare_runs) a scenario; returns the error message ("" when valid).
@@ -71,10 +73,13 @@ TEST_CASE("scenario: a normalized job has every field explicit, the cluster and 
 TEST_CASE("scenario: overrides merge objects key by key and replace values and names") {
   const json base = sc::normalize_job(small_baseline(), {"s.json", "$.baseline"});
   const json v = sc::apply_overrides(
-      base, json::parse(R"({"cluster": {"node": {"nics": {"bandwidth": "800Gbps"}}}, "parallel": {"tp": 4, "dp": 4}})"),
+      base,
+      json::parse(
+          R"({"cluster": {"node": {"nics": {"bandwidth": "800Gbps"}}}, "parallel": {"tp": 4, "dp": 4}})"),
       {"s.json", "$.variants[0].overrides"});
   CHECK(v.at("cluster").at("node").at("nics").at("bandwidth") == "800Gbps");
-  CHECK(v.at("cluster").at("node").at("nics").at("latency") == base.at("cluster").at("node").at("nics").at("latency"));
+  CHECK(v.at("cluster").at("node").at("nics").at("latency") ==
+        base.at("cluster").at("node").at("nics").at("latency"));
   CHECK(v.at("cluster").at("fabric") == base.at("cluster").at("fabric"));
   CHECK(v.at("parallel").at("tp") == 4);
   CHECK(v.at("parallel").at("global_batch") == 16);
@@ -85,10 +90,16 @@ TEST_CASE("scenario: overrides merge objects key by key and replace values and n
 }
 
 TEST_CASE("scenario: overriding a field the baseline does not have names the JSON path") {
-  CHECK_ERROR(scenario_with(json::parse(R"({"cluster": {"fabric": {"nic_gbps": 800}}})")), "s.json: $.variants[0].overrides.cluster.fabric.nic_gbps: no such field in the baseline cluster");
-  CHECK_ERROR(scenario_with(json::parse(R"({"parallel": {"tensor_parallel": 4}})")), "s.json: $.variants[0].overrides.parallel.tensor_parallel: no such field in the baseline parallel");
-  CHECK_ERROR(scenario_with(json::parse(R"({"gpus": 16})")), "s.json: $.variants[0].overrides.gpus: unknown field");
-  CHECK_ERROR(scenario_with(json::parse(R"({"comm": {"algo": "ring"}})")), "s.json: $.variants[0].overrides.comm.algo: this NCCL knob is not modelled in training yet");
+  CHECK_ERROR(
+      scenario_with(json::parse(R"({"cluster": {"fabric": {"nic_gbps": 800}}})")),
+      "s.json: $.variants[0].overrides.cluster.fabric.nic_gbps: no such field in the baseline cluster");
+  CHECK_ERROR(
+      scenario_with(json::parse(R"({"parallel": {"tensor_parallel": 4}})")),
+      "s.json: $.variants[0].overrides.parallel.tensor_parallel: no such field in the baseline parallel");
+  CHECK_ERROR(scenario_with(json::parse(R"({"gpus": 16})")),
+              "s.json: $.variants[0].overrides.gpus: unknown field");
+  CHECK_ERROR(scenario_with(json::parse(R"({"comm": {"algo": "ring"}})")),
+              "s.json: $.variants[0].overrides.comm.algo: this NCCL knob is not modelled in training yet");
 }
 
 TEST_CASE("scenario: unknown fields of the scenario, the baseline and a variant are errors with their path") {
@@ -108,16 +119,23 @@ TEST_CASE("scenario: unknown fields of the scenario, the baseline and a variant 
 
 TEST_CASE("scenario: invalid values after the overrides are refused with the variant's path") {
   // Negative NIC bandwidth: the cluster parser's message, placed at the variant.
-  CHECK_ERROR(scenario_with(json::parse(R"({"cluster": {"node": {"nics": {"bandwidth": "-400Gbps"}}}})")), "s.json: $.variants[0].overrides.cluster: /node/nics/bandwidth");
+  CHECK_ERROR(scenario_with(json::parse(R"({"cluster": {"node": {"nics": {"bandwidth": "-400Gbps"}}}})")),
+              "s.json: $.variants[0].overrides.cluster: /node/nics/bandwidth");
   // TP 16 does not divide the 24 heads of megatron-1.7b.
-  CHECK_ERROR(scenario_with(json::parse(R"({"parallel": {"tp": 16, "dp": 1}})")), "$.variants[0] ('v', baseline + overrides).parallel (on 16 GPUs of dgx-h100 x 2 nodes): $.tp: 16 "
-                          "does not divide the 24 attention heads");
+  CHECK_ERROR(
+      scenario_with(json::parse(R"({"parallel": {"tp": 16, "dp": 1}})")),
+      "$.variants[0] ('v', baseline + overrides).parallel (on 16 GPUs of dgx-h100 x 2 nodes): $.tp: 16 "
+      "does not divide the 24 attention heads");
   // 3 nodes = 24 GPUs, but TP8 x DP2 = 16.
   CHECK_ERROR(scenario_with(json::parse(R"({"nodes": 3})")), "= 16 but the cluster has 24 GPUs");
-  CHECK_ERROR(scenario_with(json::parse(R"({"nodes": -1})")), "s.json: $.variants[0].overrides.nodes: expected a node count");
-  CHECK_ERROR(scenario_with(json::parse(R"({"comm": {"channels": 0}})")), "s.json: $.variants[0].overrides.comm.channels: expected \"auto\" or an integer 1..64, got 0");
-  CHECK_ERROR(scenario_with(json::parse(R"({"cluster": "no-such-preset"})")), "s.json: $.variants[0].overrides.cluster: 'no-such-preset' is neither a preset");
-  CHECK_ERROR(scenario_with(json::parse(R"({"parallel": {"tp": null}})")), "s.json: $.variants[0].overrides.parallel.tp: null is not a value");
+  CHECK_ERROR(scenario_with(json::parse(R"({"nodes": -1})")),
+              "s.json: $.variants[0].overrides.nodes: expected a node count");
+  CHECK_ERROR(scenario_with(json::parse(R"({"comm": {"channels": 0}})")),
+              "s.json: $.variants[0].overrides.comm.channels: expected \"auto\" or an integer 1..64, got 0");
+  CHECK_ERROR(scenario_with(json::parse(R"({"cluster": "no-such-preset"})")),
+              "s.json: $.variants[0].overrides.cluster: 'no-such-preset' is neither a preset");
+  CHECK_ERROR(scenario_with(json::parse(R"({"parallel": {"tp": null}})")),
+              "s.json: $.variants[0].overrides.parallel.tp: null is not a value");
 }
 
 TEST_CASE("scenario: the built-in default scenario parses, and every run is valid") {

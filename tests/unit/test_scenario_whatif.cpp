@@ -40,7 +40,8 @@ json variant(const std::string& name, const std::string& overrides) {
 }  // namespace
 
 TEST_CASE("whatif: a variant identical to the baseline has a speedup of exactly 1") {
-  const auto w = run(json::array({variant("same", "{}"), variant("same, written out", R"({"parallel": {"tp": 8}, "nodes": 4})")}));
+  const auto w = run(json::array(
+      {variant("same", "{}"), variant("same, written out", R"({"parallel": {"tp": 8}, "nodes": 4})")}));
   REQUIRE(w.rows.size() == 3);
   for (const auto& r : w.rows) {
     CHECK(r.speedup == 1.0);
@@ -82,8 +83,9 @@ TEST_CASE("whatif: slower NICs or more oversubscription never speed the run up")
 }
 
 TEST_CASE("whatif: the report is byte-identical with 1 or 3 parallel processes, and run to run") {
-  const json variants = json::array({variant("nic 100G", R"({"cluster": {"node": {"nics": {"bandwidth": "100Gbps"}}}})"),
-                                     variant("tp4 dp8", R"({"parallel": {"tp": 4, "dp": 8}})")});
+  const json variants =
+      json::array({variant("nic 100G", R"({"cluster": {"node": {"nics": {"bandwidth": "100Gbps"}}}})"),
+                   variant("tp4 dp8", R"({"parallel": {"tp": 4, "dp": 8}})")});
   const auto a = run(variants, 1);
   const auto b = run(variants, 3);
   const auto c = run(variants, 3);
