@@ -501,21 +501,31 @@ std::string comm_name(const std::string& kind, const std::vector<int>& ranks) {
 
 }  // namespace
 
-Otf2Timeline otf2_timeline(const train::TrainResult& r, const topologies::Topology& topo, const std::string& title) {
-  const auto& g = r.graph;
+Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& schedule, const topologies::Topology& topo,
+                           const std::string& title) {
   Otf2Timeline t;
   t.title = title;
   t.machine = topo.name;
   t.ranks = g.ranks;
   std::sort(t.ranks.begin(), t.ranks.end());
   for (int rank : t.ranks) t.node_of_rank.push_back(topo.vertex(topo.gpu_vertex(rank)).node);
+  // Streams: the generator's (compute, tp, cp, ep, dp, pp), or for imported traces the traced
+  // CUDA stream / CPU thread of each op.
   for (int s = 0; s <= static_cast<int>(workloads::Stream::pp); ++s) t.streams.push_back(to_string(static_cast<workloads::Stream>(s)));
+  std::map<std::string, int> stream_index;
+  for (std::size_t s = 0; s < t.streams.size(); ++s) stream_index[t.streams[s]] = static_cast<int>(s);
+  const auto stream_of = [&](const workloads::Op& op) {
+    const std::string name = op.lane < 0 ? to_string(op.stream) : fmt::format("{} {}", op.host ? "cpu thread" : "cuda stream", op.lane);
+    auto [it, added] = stream_index.try_emplace(name, static_cast<int>(t.streams.size()));
+    if (added) t.streams.push_back(name);
+    return it->second;
+  };
   bool any_p2p = false;
   for (const auto& op : g.ops) any_p2p = any_p2p || op.kind == workloads::OpKind::send || op.kind == workloads::OpKind::recv;
   t.message_stream = any_p2p ? static_cast<int>(workloads::Stream::pp) : static_cast<int>(workloads::Stream::compute);
   t.comms.push_back({comm_name("world", t.ranks), t.ranks});
   for (const auto& c : g.communicators) {
-    t.comms.push_back({comm_name(to_string(c.kind), c.ranks), c.ranks});
+    t.comms.push_back({comm_name(c.imported ? c.label : to_string(c.kind), c.ranks), c.ranks});
   }
   const std::vector<int>& present = t.ranks;
   std::map<std::int64_t, std::uint32_t> tag_ids;  // op-graph tags are 64-bit; OTF2's are 32-bit
@@ -523,11 +533,11 @@ Otf2Timeline otf2_timeline(const train::TrainResult& r, const topologies::Topolo
     const auto i = static_cast<std::size_t>(op.id);
     Otf2Interval iv;
     iv.rank = op.rank;
-    iv.stream = static_cast<int>(op.stream);
+    iv.stream = stream_of(op);
     iv.region = op.name;
     iv.kind = to_string(op.kind);
-    iv.start_s = r.schedule.start[i];
-    iv.end_s = r.schedule.finish[i];
+    iv.start_s = schedule.start[i];
+    iv.end_s = schedule.finish[i];
     iv.micro_batch = op.micro_batch;
     iv.layer = op.layer;
     if (op.kind == workloads::OpKind::collective) {
@@ -546,6 +556,10 @@ Otf2Timeline otf2_timeline(const train::TrainResult& r, const topologies::Topolo
     t.intervals.push_back(std::move(iv));
   }
   return t;
+}
+
+Otf2Timeline otf2_timeline(const train::TrainResult& r, const topologies::Topology& topo, const std::string& title) {
+  return otf2_timeline(r.graph, r.schedule, topo, title);
 }
 
 Otf2Timeline otf2_sweep_timeline(const topologies::Topology& topo, CollectiveOp op, const std::vector<SweepPoint>& points,

@@ -16,10 +16,12 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/report/sweep.hpp"
+#include "workloads/graph/op_graph.hpp"
 
 namespace commstack::sim {
 namespace train {
 struct TrainResult;
+struct Schedule;
 }
 
 // The collective kinds a timeline can hold (OTF2_CollectiveOp in the archive).
@@ -85,6 +87,11 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir);
 
 // The timeline of a simulated training iteration: every generated rank, its streams, every op.
 Otf2Timeline otf2_timeline(const train::TrainResult& r, const topologies::Topology& topo, const std::string& title);
+// Any scheduled op graph (train, replay of an imported trace): ops of generated graphs go to their
+// stream (compute, tp, ..., pp), ops of imported graphs to their traced CUDA stream or CPU thread
+// ("cuda stream 7", "cpu thread 1"); imported communicators keep the trace's label.
+Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& schedule, const topologies::Topology& topo,
+                           const std::string& title);
 
 // The timeline of a predicted nccl-tests sweep: one collective per size, back to back, on every
 // GPU; `flows` (the last size's recorded flows, may be empty) become messages inside the last one.
