@@ -21,6 +21,7 @@ void register_all_verbs(CLI::App& app) {
   register_whatif(app);
   register_plan(app);
   register_replay(app);
+  register_sweep(app);
 }
 
 void run_selected_verb(CLI::App& app) {

@@ -21,6 +21,7 @@ void register_train(CLI::App& app);
 void register_whatif(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_replay(CLI::App& app);
+void register_sweep(CLI::App& app);
 
 void register_all_verbs(CLI::App& app);
 void run_selected_verb(CLI::App& app);

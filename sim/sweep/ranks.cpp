@@ -1,6 +1,7 @@
 #include "sim/sweep/ranks.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -115,7 +116,13 @@ int launcher_world_size() {
 
 std::unique_ptr<Ranks> launch_ranks() {
 #if COMMSTACK_HAVE_MPI
-  if (started_by_launcher()) return std::make_unique<MpiRanks>();
+  if (started_by_launcher()) {
+    // libsimgrid exports MPI_* too (SMPI); the build puts libmpi first (CMakeLists.txt). Check it.
+    if (mpi_description().rfind("SMPI", 0) == 0) {
+      throw std::runtime_error("MPI calls resolve to SimGrid's SMPI instead of the MPI library (link order); rebuild");
+    }
+    return std::make_unique<MpiRanks>();
+  }
 #endif
   if (launcher_world_size() > 1) {
     throw InputError(fmt::format("this commstack was built without MPI, but a launcher started {} copies of it (each "

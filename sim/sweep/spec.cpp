@@ -38,8 +38,9 @@ ojson read_json_file(const std::filesystem::path& file, const std::string& what)
 }
 
 // One axis (path -> non-empty array of values), checked against the base job.
+// unique: a grid axis must not repeat a value; a zip axis may (its steps, the tuples, must differ).
 Axis read_axis(const std::string& path, const ojson& values, const json& base, const std::string& where,
-               const std::string& base_origin) {
+               const std::string& base_origin, bool unique) {
   Axis axis;
   axis.path = path;
   axis.pointer = to_pointer(path, where);
@@ -55,7 +56,7 @@ Axis read_axis(const std::string& path, const ojson& values, const json& base, c
   std::set<std::string> seen;
   for (const auto& v : values) {
     const json value(v);  // the job is unordered JSON; values compare by content
-    if (!seen.insert(value.dump()).second) {
+    if (unique && !seen.insert(value.dump()).second) {
       throw InputError(fmt::format("{}: the value {} appears twice (each point must be distinct)", where, value.dump()));
     }
     axis.values.push_back(value);
@@ -144,7 +145,7 @@ SweepSpec parse_sweep(const ojson& doc, const std::string& origin, const std::fi
     for (const auto& [path, values] : grid.items()) {
       const std::string where = fmt::format("{}: /grid/{}", origin, escape_token(path));
       AxisGroup group;
-      group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin));
+      group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin, true));
       check_unique_path(paths, group.axes.back(), where);
       spec.groups.push_back(std::move(group));
     }
@@ -163,13 +164,23 @@ SweepSpec parse_sweep(const ojson& doc, const std::string& origin, const std::fi
       AxisGroup group;
       for (const auto& [path, values] : zip[g].items()) {
         const std::string where = fmt::format("{}: /zip/{}/{}", origin, g, escape_token(path));
-        group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin));
+        group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin, false));
         check_unique_path(paths, group.axes.back(), where);
         if (group.axes.back().values.size() != group.axes.front().values.size()) {
           throw InputError(fmt::format("{}: has {} values but '{}' in the same zip group has {}; the axes of a zip "
                                        "group vary together and need equal lengths",
                                        where, group.axes.back().values.size(), group.axes.front().path,
                                        group.axes.front().values.size()));
+        }
+      }
+      std::set<std::string> steps;
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        json step = json::array();
+        for (const auto& a : group.axes) step.push_back(a.values[k]);
+        if (!steps.insert(step.dump()).second) {
+          throw InputError(fmt::format("{}: /zip/{}: step {} repeats the values {} of an earlier step (each point must "
+                                       "be distinct)",
+                                       origin, g, k, step.dump()));
         }
       }
       spec.groups.push_back(std::move(group));
