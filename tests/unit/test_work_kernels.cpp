@@ -39,7 +39,7 @@ std::vector<const Op*> named(const OpGraph& g, const std::string& name) {
 
 double flops_of(const OpGraph& g) {
   double f = 0;
-  for (const Op& op : g.ops) f += op.flops;
+  for (const Op& op : g.ops) f += op.phase == Phase::optimizer ? 0 : op.flops;  // iteration_flops has no optimizer
   return f;
 }
 
