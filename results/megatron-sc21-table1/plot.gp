@@ -8,4 +8,5 @@ set yrange [0:250]
 set key bottom right
 set grid
 plot "table.dat" using 2:3 with linespoints pt 7 title "measured (paper)", \
-     "table.dat" using 2:4 with linespoints pt 5 title "predicted (one fitted GEMM efficiency, rows 1-3)"
+     "table.dat" using 2:4 with linespoints pt 5 title "predicted (GEMM + HBM efficiency fitted on rows 1-3)", \
+     "table.dat" using 2:5 with points pt 4 title "leave-one-out prediction"
