@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/report/otf2_writer.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/compute/compute_model.hpp"
 #include "workloads/importers/load_trace.hpp"
@@ -23,6 +24,7 @@ namespace {
 struct ReplayCliOptions {
   std::string trace, cluster, nodes, scale_dp = "1", compute_profile, traced_gpu, iteration;
   std::string channels = "auto", fidelity = "auto", format = "text", trace_out;
+  std::string otf2;
 };
 
 long long parse_count(const std::string& text, const std::string& flag, long long lo, long long hi) {
@@ -101,6 +103,11 @@ void run(const ReplayCliOptions& o) {
     out << sim::replay::perfetto_trace(trace, result).dump() << "\n";
     if (!out) throw InputError(fmt::format("--trace-out: writing '{}' failed", o.trace_out));
   }
+  if (!o.otf2.empty()) {
+    const auto w = sim::write_otf2(
+        sim::otf2_timeline(result.graph, result.schedule, topo, fmt::format("commstack replay: {} on {}", o.trace, cluster)), o.otf2);
+    fmt::print(stderr, "commstack: wrote OTF2 archive {} ({} locations, {} events)\n", w.anchor, w.locations, w.events);
+  }
 }
 
 }  // namespace
@@ -120,6 +127,7 @@ void register_replay(CLI::App& app) {
   sub->add_option("--fidelity", opts->fidelity, "Collective fidelity: auto, chunk, step, edge");
   sub->add_option("--format", opts->format, "text or json");
   sub->add_option("--trace-out", opts->trace_out, "Write a Perfetto timeline with the traced and the replayed run");
+  sub->add_option("--otf2", opts->otf2, "Write the replayed timeline as an OTF2 archive (Vampir) into this directory");
   on_selected(sub, [opts] { run(*opts); });
 }
 
