@@ -6,7 +6,9 @@ recomputation), predicted by `commstack train`.
 No parameter is fitted here: the compute profile is the one fitted to Megatron SC'21 Table 1 rows 1-3
 (results/megatron-sc21-table1/a100-fitted.json), so every row of this table is out of sample.
 Pipeline: interleaved with 3 model chunks for 175B and 530B, 1F1B for 22B (PP=1) and 1T (per the
-paper's notes and calculon's validation configs, see the reference CSV header).
+paper's notes and calculon's validation configs, see the reference CSV header). Attention core:
+Megatron-LM 2022's materialized one (seq^2 scores, softmax and dropout through HBM; the tensors that
+selective recomputation recomputes), --attention materialized.
 
 usage: reproduce.py [path/to/commstack]   (run from the repository root, after the Table 1 reproduction)
 """
@@ -25,7 +27,7 @@ def run(r, variant):
     gpus, tp, pp = int(r["num_gpus"]), int(r["tensor_parallel"]), int(r["pipeline_parallel"])
     cmd = [EXE, "train", "--cluster", "dgx-a100", "--nodes", str(max(1, gpus // 8)), "--model", model, "--tp", str(tp),
            "--pp", str(pp), "--dp", str(gpus // (tp * pp)), "--global-batch", r["global_batch"], "--micro-batch",
-           r["micro_batch"], "--virtual-stages", str(vs), "--compute-profile", PROFILE, "--format", "json"]
+           r["micro_batch"], "--virtual-stages", str(vs), "--attention", "materialized", "--compute-profile", PROFILE, "--format", "json"]
     cmd += ["--recompute", "full"] if variant == "full" else ["--recompute", "selective", "--sequence-parallel"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out), " ".join(cmd[1:])
