@@ -113,3 +113,14 @@ TEST_CASE("sweep: malformed sweep files give one error naming the field") {
   CHECK(error_of(R"({"base": "does-not-exist.json", "grid": {"nodes": [1]}})") ==
         "./does-not-exist.json: cannot read the base job referenced by sweep.json /base");
 }
+
+TEST_CASE("sweep: a zip axis may repeat a value, but not a whole step") {
+  const auto spec = parse(std::string("{") + kBase +
+                          R"(, "zip": [{"parallel.tp": [8, 4, 8], "parallel.pp": [1, 2, 2]}]})");
+  const auto points = expand(spec);
+  REQUIRE(points.size() == 3);
+  CHECK(points[2].overrides["parallel.tp"] == 8);
+  CHECK(points[2].overrides["parallel.pp"] == 2);
+  CHECK(error_of(std::string("{") + kBase + R"(, "zip": [{"parallel.tp": [8, 4, 8], "parallel.pp": [2, 2, 2]}]})") ==
+        "sweep.json: /zip/0: step 2 repeats the values [8,2] of an earlier step (each point must be distinct)");
+}
