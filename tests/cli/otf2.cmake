@@ -10,6 +10,11 @@ commstack_cli_test(NAME otf2.collective
        --otf2 ${CMAKE_CURRENT_BINARY_DIR}/otf2-collective
   MATCH "wrote OTF2 archive .*otf2-collective/traces.otf2 \\(8 locations, [0-9]+ events\\)")
 set_tests_properties(cli.otf2.collective PROPERTIES FIXTURES_SETUP otf2_collective_archive)
+# A replayed Kineto trace (2 GPUs, HTA sample): its CUDA streams and CPU threads become locations.
+commstack_cli_test(NAME otf2.replay
+  ARGS replay --trace workloads/importers/samples/kineto-hta-nccl-2gpu/rank-0.json.gz --cluster dgx-a100
+       --otf2 ${CMAKE_CURRENT_BINARY_DIR}/otf2-replay
+  MATCH "wrote OTF2 archive .*otf2-replay/traces.otf2 \\([0-9]+ locations, [0-9]+ events\\)")
 commstack_cli_error_test(NAME otf2.unwritable_directory
   ARGS collective --cluster dgx-a100 --nodes 1 --op allreduce -b 1M -e 1M --otf2 /proc/commstack-otf2/x
   MATCH "--otf2 /proc/commstack-otf2/x: cannot create the directory")
