@@ -11,6 +11,7 @@
 #include "workloads/importers/chakra.hpp"
 #include "workloads/importers/kineto.hpp"
 #include "workloads/importers/nccl_log.hpp"
+#include "workloads/importers/otf2_import.hpp"
 
 namespace commstack::workloads::importers {
 
@@ -46,6 +47,12 @@ ImportedTrace load_trace(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   std::vector<std::string> files;
   std::vector<std::string> skipped;
+  // An OTF2 archive (Score-P, or commstack's own --otf2 output) is one trace of all ranks: its
+  // anchor file, or the directory that holds traces.otf2 next to traces.def and traces/.
+  if (fs::is_regular_file(path, ec) && fs::path(path).extension() == ".otf2") return import_otf2(path);
+  if (fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "traces.otf2", ec)) {
+    return import_otf2((fs::path(path) / "traces.otf2").string());
+  }
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::directory_iterator(path, ec)) {
       if (e.is_regular_file()) files.push_back(e.path().string());
@@ -65,7 +72,7 @@ ImportedTrace load_trace(const std::string& path, const LoadOptions& options) {
   }
   if (by_format.empty()) {
     throw InputError(fmt::format("--trace {}: not a Kineto/PyTorch profiler JSON (\"traceEvents\"), Chakra JSON "
-                                 "(\"workload_graph\") or NCCL_DEBUG=INFO log",
+                                 "(\"workload_graph\"), NCCL_DEBUG=INFO log or OTF2 archive (traces.otf2)",
                                  files.size() == 1 ? files.front() : path));
   }
   if (by_format.size() > 1) {

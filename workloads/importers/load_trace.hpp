@@ -1,7 +1,8 @@
 #pragma once
 // Reads a trace from a file or a directory of per-rank files, whatever its format: Kineto /
 // PyTorch profiler JSON, Chakra JSON or an NCCL_DEBUG=INFO log, told apart by their content
-// (docs/trace-formats.md). A directory is read whole: every regular file in it, sorted by name,
+// (docs/trace-formats.md), or an OTF2 archive (its .otf2 anchor file or the directory holding
+// traces.otf2). A directory is read whole: every regular file in it, sorted by name,
 // all of one format (files of another kind, e.g. a README, are skipped with a warning).
 #include <string>
 #include <vector>
