@@ -36,3 +36,7 @@ commstack_cli_error_test(NAME replay.bad_iteration
 commstack_cli_error_test(NAME replay.bad_scale
   ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-dp zero
   MATCH "--scale-dp: 'zero' is not a whole number")
+# A Score-P OTF2 archive given as its directory goes through the OTF2 importer (16 MPI send/recv pairs).
+commstack_cli_test(NAME replay.otf2_scorep
+  ARGS replay --trace ${replay_samples}/otf2/scorep-ping-pong --cluster dgx-a100
+  MATCH "\\(otf2\\).*32 communication ops re-simulated.*traced +199\\.535 ms +replayed")
