@@ -32,7 +32,7 @@ struct PlanCliOptions {
   std::string recompute = "none,selective,full", sequence_parallel = "on,off";
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
-  std::string precision = "bf16", compute_profile, channels = "auto", fidelity = "auto";
+  std::string precision = "bf16", attention = "flash", compute_profile, channels = "auto", fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -125,6 +125,9 @@ void run(const PlanCliOptions& o) {
   if (o.precision == "bf16") s.precision = workloads::Precision::bf16;
   else if (o.precision == "fp8") s.precision = workloads::Precision::fp8;
   else throw InputError(fmt::format("--precision: unknown '{}'; expected bf16 or fp8", o.precision));
+  if (o.attention == "flash") s.attention = workloads::AttentionKernel::flash;
+  else if (o.attention == "materialized") s.attention = workloads::AttentionKernel::materialized;
+  else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
@@ -188,6 +191,8 @@ void register_plan(CLI::App& app) {
   sub->add_option("--global-batch", opts->global_batch, "Sequences per iteration (default: one per GPU)");
   sub->add_option("--seq", opts->seq, "Sequence length (default: the model's)");
   sub->add_option("--precision", opts->precision, "bf16 or fp8");
+  sub->add_option("--attention", opts->attention,
+                  "Attention kernel: flash (fused) or materialized (seq x seq scores through HBM, Megatron-LM <= 2022)");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--tp", opts->tp, "TP degrees to try, e.g. 1,2,4,8 (default: divisors of the heads up to --max-tp)");
   sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");

@@ -115,6 +115,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_
                     par.sequence_parallel = sp;
                     par.recompute = rc;
                     par.precision = space.precision;
+                    par.attention = space.attention;
                     try {
                       workloads::validate(m, par, gpus, "plan");
                     } catch (const InputError& e) {

@@ -35,6 +35,7 @@ struct SearchSpace {
   std::int64_t global_batch = 0;  // required
   std::int64_t seq = 0;           // 0: the model's
   workloads::Precision precision = workloads::Precision::bf16;
+  workloads::AttentionKernel attention = workloads::AttentionKernel::flash;  // every candidate runs this kernel
 };
 
 struct Candidate {

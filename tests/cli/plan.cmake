@@ -31,12 +31,12 @@ commstack_cli_error_test(NAME plan.bad_format
 # (Selene: dgx-a100 preset, 192 nodes) with the row's published global batch 2304, seq 2048 and
 # micro-batch 2 (workloads/reference/training_megatron-sc21_weak-scaling_table1.csv), the settings of
 # Megatron-LM 2021 (full recomputation, no sequence parallelism, no context parallelism, no
-# distributed optimizer) and the compute profile fitted on rows 1-3 of that table
+# distributed optimizer, attention scores materialized in HBM) and the compute profile fitted on rows 1-3 of that table
 # (results/megatron-sc21-table1/a100-fitted.json; the 145.6B row is not in the fit). The paper
 # chose TP 8, PP 8: a "1,8,8," / "2,8,8," / "3,8,8," CSV line must be printed (top 3).
 commstack_cli_test(NAME plan.sc21_175b_tp8_pp8_in_top3
   ARGS plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 --micro-batch 2
-       --recompute full --sequence-parallel off --cp 1 --zero 0
+       --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized
        --compute-profile results/megatron-sc21-table1/a100-fitted.json --top 3 --format csv
   MATCH "\n[123],8,8,")
 set_tests_properties(cli.plan.sc21_175b_tp8_pp8_in_top3 PROPERTIES LABELS slow TIMEOUT 1800)
