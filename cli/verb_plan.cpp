@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/compute_profile_option.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -69,29 +70,6 @@ std::vector<T> parse_list(const std::string& text, const std::string& flag, long
   return out;
 }
 
-// The compute profile: a built-in name, a JSON file, or (no flag) the one matching the cluster's GPU
-// (the same choice `commstack train` makes).
-workloads::ComputeProfile pick_profile(const std::string& flag, const topologies::ClusterSpec& spec) {
-  if (!flag.empty()) {
-    for (const auto& n : workloads::builtin_compute_profile_names()) {
-      if (n == flag) return workloads::builtin_compute_profile(n);
-    }
-    if (!std::ifstream(flag)) {
-      throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
-                                   fmt::join(workloads::builtin_compute_profile_names(), ", ")));
-    }
-    return workloads::load_compute_profile_file(flag);
-  }
-  const std::string& g = spec.node.gpu_model;
-  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
-  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
-  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
-  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
-  throw InputError(fmt::format("--compute-profile: cluster {} has GPU model '{}' with no built-in compute profile; "
-                               "pass one of {} or a JSON file",
-                               spec.origin, g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
-}
-
 void run(const PlanCliOptions& o) {
   using workloads::Recompute;
   const auto model = workloads::resolve_model(o.model);
@@ -141,7 +119,7 @@ void run(const PlanCliOptions& o) {
   const auto topo = topologies::build_topology(spec, nodes);
   // Default batch: one sequence per GPU.
   s.global_batch = o.global_batch.empty() ? topo.gpu_count() : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
-  const auto compute = pick_profile(o.compute_profile, spec);
+  const auto compute = compute_profile_option(o.compute_profile, spec);
   if (s.precision == workloads::Precision::fp8 && compute.peak_fp8_flops <= 0) {
     throw InputError(fmt::format("--precision fp8: compute profile {} has no FP8 peak", compute.name));
   }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/compute_profile_option.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -44,28 +45,6 @@ long long parse_int(const std::string& text, const std::string& flag, long long 
   }
   if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
   return v;
-}
-
-// The compute profile: a built-in name, a JSON file, or (no flag) the one matching the cluster's GPU.
-workloads::ComputeProfile pick_profile(const std::string& flag, const topologies::ClusterSpec& spec) {
-  if (!flag.empty()) {
-    for (const auto& n : workloads::builtin_compute_profile_names()) {
-      if (n == flag) return workloads::builtin_compute_profile(n);
-    }
-    if (!std::ifstream(flag)) {
-      throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
-                                   fmt::join(workloads::builtin_compute_profile_names(), ", ")));
-    }
-    return workloads::load_compute_profile_file(flag);
-  }
-  const std::string& g = spec.node.gpu_model;
-  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
-  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
-  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
-  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
-  throw InputError(fmt::format("--compute-profile: cluster {} has GPU model '{}' with no built-in compute profile; "
-                               "pass one of {} or a JSON file",
-                               spec.origin, g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
 }
 
 void run(const TrainOptions& o) {
@@ -116,7 +95,7 @@ void run(const TrainOptions& o) {
   sim::train::TrainSetup setup;
   setup.model = model;
   setup.par = par;
-  setup.compute = pick_profile(o.compute_profile, spec);
+  setup.compute = compute_profile_option(o.compute_profile, spec);
   if (par.precision == workloads::Precision::fp8 && setup.compute.peak_fp8_flops <= 0) {
     throw InputError(fmt::format("--precision fp8: compute profile {} has no FP8 peak", setup.compute.name));
   }

@@ -15,6 +15,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/train/report.hpp"
 #include "workloads/compute/compute_model.hpp"
+#include "workloads/compute/gpu_profile.hpp"
 #include "workloads/json_fields.hpp"
 #include "workloads/memory.hpp"
 #include "workloads/model.hpp"
@@ -185,10 +186,7 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
   }
   // By GPU model, as `commstack train` does without --compute-profile (cli/verb_train.cpp).
   const std::string& g = spec.node.gpu_model;
-  if (g.rfind("A100", 0) == 0) return workloads::builtin_compute_profile("a100-80gb");
-  if (g.rfind("H100", 0) == 0) return workloads::builtin_compute_profile("h100-sxm5");
-  if (g.rfind("H200", 0) == 0) return workloads::builtin_compute_profile("h200-sxm");
-  if (g.rfind("B200", 0) == 0) return workloads::builtin_compute_profile("b200");
+  if (const auto builtin = workloads::builtin_compute_profile_for_gpu(g)) return workloads::builtin_compute_profile(*builtin);
   fail(at,
        fmt::format(
            "\"auto\": the cluster's GPU model '{}' has no built-in compute profile; name one of {} or give a "

@@ -1,0 +1,32 @@
+#include "cli/compute_profile_option.hpp"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/error.hpp"
+#include "workloads/compute/gpu_profile.hpp"
+
+namespace commstack::cli {
+
+// The compute profile: a built-in name, a JSON file, or (no flag) the one matching the cluster's GPU.
+workloads::ComputeProfile compute_profile_option(const std::string& flag, const topologies::ClusterSpec& spec) {
+  if (!flag.empty()) {
+    for (const auto& n : workloads::builtin_compute_profile_names()) {
+      if (n == flag) return workloads::builtin_compute_profile(n);
+    }
+    if (!std::ifstream(flag)) {
+      throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
+                                   fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+    }
+    return workloads::load_compute_profile_file(flag);
+  }
+  const std::string& g = spec.node.gpu_model;
+  if (const auto name = workloads::builtin_compute_profile_for_gpu(g)) return workloads::builtin_compute_profile(*name);
+  throw InputError(fmt::format("--compute-profile: cluster {} has GPU model '{}' with no built-in compute profile; "
+                               "pass one of {} or a JSON file",
+                               spec.origin, g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+}
+
+}  // namespace commstack::cli
