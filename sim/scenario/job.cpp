@@ -216,9 +216,66 @@ void merge_into(json& base, const json& patch, const JsonPlace& at, const std::s
   }
 }
 
+// A replay job: the trace is the workload, so no model or parallel section; nodes default to
+// "auto" (just enough for the replayed world) and compute_profile to "traced" (measured times
+// kept).
+json normalize_replay_job(const json& job, const JsonPlace& at, const std::string& base_dir) {
+  for (const char* training_only : {"model", "parallel"}) {
+    if (job.contains(training_only)) {
+      fail(at.at(training_only),
+           "a replay job has no model or parallelism (the trace is the workload); remove the field, or remove "
+           "'replay' for a training job");
+    }
+  }
+  if (!job.contains("cluster")) fail(at, "missing required field 'cluster'");
+  json out = json::object();
+  out["cluster"] = resolve_cluster(job["cluster"], at.at("cluster"));
+  (void)topologies::parse_cluster(out["cluster"], at.at("cluster").str());
+  const json nodes = job.value("nodes", json("auto"));
+  const bool nodes_ok = (nodes.is_string() && nodes.get<std::string>() == "auto") ||
+                        (nodes.is_number_integer() && nodes.get<long long>() >= 1 && nodes.get<long long>() <= (1 << 20));
+  if (!nodes_ok) {
+    fail(at.at("nodes"),
+         fmt::format("expected \"auto\" (enough nodes for the replayed world) or a node count 1..{}, got {}", 1 << 20,
+                     nodes.dump()));
+  }
+  out["nodes"] = nodes;
+  out["replay"] = complete_replay(job["replay"], at.at("replay"), base_dir);
+  const json profile = job.value("compute_profile", json("traced"));
+  out["compute_profile"] = profile.is_string() && profile.get<std::string>() == "traced"
+                               ? profile
+                               : complete_compute_profile(profile, at.at("compute_profile"));
+  out["comm"] = complete_comm(job.value("comm", json::object()), at.at("comm"));
+  return out;
+}
+
+nlohmann::ordered_json run_replay_job(const PreparedJob& job) {
+  Simulator simulator(job.topology);
+  const ReplaySetup& r = *job.replay;
+  const auto result = sim::replay::replay(r.trace, simulator, r.options);
+  nlohmann::ordered_json out;
+  out["kind"] = "replay";
+  out["cluster"] = job.label_cluster;
+  out["config"] = job.label_config;
+  out["iteration_s"] = result.replayed_s;
+  out["traced_s"] = result.traced_s;
+  // The critical rank's iteration = GPU compute + exposed communication + GPU idle (unions of
+  // op intervals, sim/replay/replay.hpp), so the parts add up like the training breakdown's.
+  out["breakdown_s"] = {{"compute", result.replayed.compute_s},
+                        {"exposed_comm", result.replayed.exposed_comm_s},
+                        {"idle", result.replayed.idle_s}};
+  out["notes"] = result.assumptions;
+  out["replay"] = sim::replay::to_json(r.trace, result, job.label_cluster);
+  return out;
+}
+
 }  // namespace
 
-json normalize_job(const json& job, const JsonPlace& at) {
+bool is_replay_job(const json& job) {
+  return job.is_object() && job.contains("replay");
+}
+
+json normalize_job(const json& job, const JsonPlace& at, const std::string& base_dir) {
   if (!job.is_object())
     fail(at,
          fmt::format("expected a job object ({}), got {}", fmt::join(job_fields(), ", "), type_name(job)));
@@ -228,6 +285,7 @@ json normalize_job(const json& job, const JsonPlace& at) {
       fail(at.at(key), fmt::format("unknown field; expected one of {}", fmt::join(f, ", ")));
     }
   }
+  if (is_replay_job(job)) return normalize_replay_job(job, at, base_dir);
   for (const char* required : {"cluster", "model", "parallel"}) {
     if (!job.contains(required)) fail(at, fmt::format("missing required field '{}'", required));
   }
@@ -257,17 +315,28 @@ json normalize_job(const json& job, const JsonPlace& at) {
   return out;
 }
 
-json apply_overrides(const json& base, const json& overrides, const JsonPlace& at) {
+json apply_overrides(const json& base, const json& overrides, const JsonPlace& at, const std::string& base_dir) {
   if (!overrides.is_object())
     fail(at, fmt::format("expected an object shaped like a job, got {}", type_name(overrides)));
   json out = base;
-  for (const auto& [key, val] : overrides.items()) {
+  for (const auto& [key, val_as_written] : overrides.items()) {
     const JsonPlace here = at.at(key);
     const auto& f = job_fields();
     if (std::find(f.begin(), f.end(), key) == f.end()) {
       fail(here, fmt::format("unknown field; a variant overrides one of {}", fmt::join(f, ", ")));
     }
-    if (val.is_null()) fail(here, "null is not a value; give the new value of the field");
+    if (!base.contains(key)) {
+      fail(here, is_replay_job(base)
+                     ? "the baseline is a replay job, which has no model or parallelism (the trace is the workload)"
+                     : "the baseline is a training job; a variant cannot turn it into a replay (write a scenario "
+                       "whose baseline is a replay job, docs/scenario-format.md)");
+    }
+    if (val_as_written.is_null()) fail(here, "null is not a value; give the new value of the field");
+    json val = val_as_written;
+    // A trace path written in a variant is relative to the scenario file like the baseline's
+    // (which normalize_job already resolved).
+    if (key == "replay" && val.is_object() && val.contains("trace") && val["trace"].is_string())
+      val["trace"] = resolve_trace_path(val["trace"].get<std::string>(), base_dir);
     json& target = out[key];
     if (key == "comm" && val.is_object()) {
       // NCCL knobs that training does not model get their own message, not "no such field".
@@ -287,6 +356,30 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
   PreparedJob p;
   const std::string cluster_origin = at.at("cluster").str();
   p.cluster = topologies::parse_cluster(job.at("cluster"), cluster_origin);
+  if (is_replay_job(job)) {
+    std::optional<workloads::ComputeProfile> target;
+    const json& cp = job.at("compute_profile");
+    if (!(cp.is_string() && cp.get<std::string>() == "traced"))
+      target = pick_compute_profile(cp, p.cluster, at.at("compute_profile"));
+    p.replay = prepare_replay(job, at, target);
+    const int world = replay_world(*p.replay);
+    const json& n = job.at("nodes");
+    const int gpn = std::max(p.cluster.node.gpus, 1);
+    const int replay_nodes = n.is_number_integer() ? n.get<int>() : std::max(1, (world + gpn - 1) / gpn);
+    try {
+      p.topology = topologies::build_topology(p.cluster, replay_nodes);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{} with nodes = {}: {}", cluster_origin, replay_nodes, e.what()));
+    }
+    if (p.topology.gpu_count() < world) {
+      fail(at.at("nodes"), fmt::format("{} nodes of {} have {} GPUs but the replay needs {} (traced world {} x scale_dp {})",
+                                       replay_nodes, p.cluster.name, p.topology.gpu_count(), world,
+                                       std::max(p.replay->trace.graph.world, 1), p.replay->options.scale_dp));
+    }
+    p.label_cluster = fmt::format("{} x {} nodes", p.cluster.name, p.topology.nodes);
+    p.label_config = p.replay->label_config;
+    return p;
+  }
   const int nodes = job.at("nodes").get<int>();
   try {
     p.topology = topologies::build_topology(p.cluster, nodes);
@@ -332,6 +425,7 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
 }
 
 nlohmann::ordered_json run_job(const PreparedJob& job) {
+  if (job.replay) return run_replay_job(job);
   Simulator simulator(job.topology);
   const auto result = sim::train::simulate_training(simulator, job.setup);
   sim::train::RunLabel label;

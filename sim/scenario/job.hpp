@@ -11,12 +11,14 @@
 //   prepare_job()    parses and checks everything (cluster, topology, model, parallelism, memory);
 //   run_job()        simulates one iteration. It creates a SimGrid engine: call it once per
 //                    process, normally inside run_isolated() (isolated_run.hpp).
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/scenario/replay_job.hpp"
 #include "sim/train/train.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/topology.hpp"
@@ -35,19 +37,24 @@ struct JsonPlace {
 
 // The top-level fields of a job object, in output order.
 inline const std::vector<std::string>& job_fields() {
-  static const std::vector<std::string> f = {"cluster",  "nodes",           "model",
-                                             "parallel", "compute_profile", "comm"};
+  static const std::vector<std::string> f = {"cluster", "nodes",           "model", "parallel",
+                                             "replay",  "compute_profile", "comm"};
   return f;
 }
 
+// True for a replay job (a "replay" section instead of "model" and "parallel"; replay_job.hpp).
+bool is_replay_job(const nlohmann::json& job);
+
 // Resolves and completes a job object (see above). Unknown fields and wrong types are errors at `at`.
-nlohmann::json normalize_job(const nlohmann::json& job, const JsonPlace& at);
+// `base_dir` is the folder a replay job's relative trace path is taken from (the scenario file's
+// folder; "" = the current directory, which also leaves an already normalized job unchanged).
+nlohmann::json normalize_job(const nlohmann::json& job, const JsonPlace& at, const std::string& base_dir = "");
 
 // Returns `base` (a normalized job) patched by `overrides` (an object shaped like a job). A key of
 // `overrides` that `base` does not have is an error "<path>: no such field in the baseline ...".
 // The result is normalized again (a replaced cluster or model name is resolved).
 nlohmann::json apply_overrides(const nlohmann::json& base, const nlohmann::json& overrides,
-                               const JsonPlace& at);
+                               const JsonPlace& at, const std::string& base_dir = "");
 
 // Everything parsed and checked, ready to simulate.
 struct PreparedJob {
@@ -57,6 +64,8 @@ struct PreparedJob {
   std::string label_cluster;       // "dgx-h100 x 128 nodes"
   std::string label_config;        // "tp 8 pp 8 dp 16 ..."
   std::vector<std::string> notes;  // e.g. the Megatron vocabulary padding
+  // Replay jobs only (setup is then unused): the loaded trace and the replay options.
+  std::shared_ptr<const ReplaySetup> replay;
 };
 
 // Parses a normalized job. `at` names it in errors (every message carries at.where and a path).
@@ -64,7 +73,9 @@ PreparedJob prepare_job(const nlohmann::json& job, const JsonPlace& at);
 
 // Simulates one iteration and returns the report of `commstack train --format json`
 // (sim/train/report.hpp: iteration_s, tokens_per_s, mfu, breakdown_s, memory_per_gpu_bytes, ...)
-// plus "notes". Creates the process's SimGrid engine (once per process).
+// plus "notes". A replay job returns {"kind": "replay", cluster, config, iteration_s, traced_s,
+// breakdown_s: {compute, exposed_comm, idle}, notes, replay: the `commstack replay --format json`
+// report}. Creates the process's SimGrid engine (once per process).
 nlohmann::ordered_json run_job(const PreparedJob& job);
 
 }  // namespace commstack::sim::scenario

@@ -41,7 +41,7 @@ void reject_unknown(const json& obj, const std::vector<std::string>& known, cons
 
 }  // namespace
 
-Scenario parse_scenario(const json& doc, const std::string& where) {
+Scenario parse_scenario(const json& doc, const std::string& where, const std::string& base_dir) {
   const JsonPlace root{where, "$"};
   if (!doc.is_object()) fail(root, fmt::format("expected a scenario object, got {}", doc.type_name()));
   reject_unknown(doc, {"name", "description", "baseline", "variants"}, root);
@@ -54,7 +54,7 @@ Scenario parse_scenario(const json& doc, const std::string& where) {
   ScenarioRun base;
   base.name = "baseline";
   base.place = root.at("baseline");
-  base.job = normalize_job(doc["baseline"], base.place);
+  base.job = normalize_job(doc["baseline"], base.place, base_dir);
   s.runs.push_back(base);
 
   if (!doc.contains("variants"))
@@ -84,7 +84,7 @@ Scenario parse_scenario(const json& doc, const std::string& where) {
       fail(at, "missing required field 'overrides' ({} for a copy of the baseline)");
     run.overrides = v["overrides"];
     run.place = at;
-    run.job = apply_overrides(base.job, run.overrides, at.at("overrides"));
+    run.job = apply_overrides(base.job, run.overrides, at.at("overrides"), base_dir);
     s.runs.push_back(std::move(run));
   }
   return s;
@@ -118,7 +118,9 @@ Scenario load_scenario(const std::string& name_or_path) {
     throw InputError(fmt::format("scenario '{}': neither a built-in scenario ({}) nor an existing file",
                                  name_or_path, fmt::join(names, ", ")));
   }
-  return parse_scenario(workloads::read_json_file(name_or_path), name_or_path);
+  // A replay job's trace path is relative to the scenario file (it ships next to its traces).
+  return parse_scenario(workloads::read_json_file(name_or_path), name_or_path,
+                        std::filesystem::path(name_or_path).parent_path().string());
 }
 
 }  // namespace commstack::sim::scenario

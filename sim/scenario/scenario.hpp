@@ -26,8 +26,9 @@ struct Scenario {
   std::vector<ScenarioRun> runs;  // runs[0] is the baseline, then the variants in file order
 };
 
-// Parses a scenario document; `where` names it in errors.
-Scenario parse_scenario(const nlohmann::json& doc, const std::string& where);
+// Parses a scenario document; `where` names it in errors. `base_dir`: the folder relative trace
+// paths of replay jobs are taken from (the scenario file's folder; "" = the current directory).
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& where, const std::string& base_dir = "");
 // A built-in scenario name (builtin_scenario_names()) or a path to a JSON file.
 Scenario load_scenario(const std::string& name_or_path);
 

@@ -44,6 +44,8 @@ WhatifResult run_whatif(const Scenario& s, int jobs,
   w.scenario = s.name;
   w.description = s.description;
   w.origin = s.origin;
+  w.replay = is_replay_job(s.runs.front().job);
+  w.parts = w.replay ? replay_breakdown_parts() : breakdown_parts();
   for (std::size_t i = 0; i < results.size(); ++i) {
     WhatifRow row;
     row.name = s.runs[i].name;
@@ -51,9 +53,9 @@ WhatifResult run_whatif(const Scenario& s, int jobs,
     row.overrides = s.runs[i].overrides;
     row.result = results[i];
     row.iteration_s = row.result.at("iteration_s").get<double>();
-    row.mfu = row.result.at("mfu").get<double>();
-    row.tokens_per_s = row.result.at("tokens_per_s").get<double>();
-    for (const auto& part : breakdown_parts())
+    row.mfu = row.result.value("mfu", 0.0);
+    row.tokens_per_s = row.result.value("tokens_per_s", 0.0);
+    for (const auto& part : w.parts)
       row.breakdown_s.push_back(row.result.at("breakdown_s").at(part).get<double>());
     w.rows.push_back(std::move(row));
   }
@@ -64,13 +66,13 @@ WhatifResult run_whatif(const Scenario& s, int jobs,
     row.delta_s.clear();
     row.moved.clear();
     row.moved_s = 0;
-    for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
+    for (std::size_t k = 0; k < w.parts.size(); ++k) {
       const double d = row.breakdown_s[k] - base.breakdown_s[k];
       row.delta_s.push_back(d);
       // Ties keep the first part in report order, so the choice is deterministic.
       if (std::abs(d) > std::abs(row.moved_s)) {
         row.moved_s = d;
-        row.moved = breakdown_parts()[k];
+        row.moved = w.parts[k];
       }
     }
   }

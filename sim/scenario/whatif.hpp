@@ -19,23 +19,32 @@ inline const std::vector<std::string>& breakdown_parts() {
   return p;
 }
 
+// A replay scenario's parts (sim/replay/replay.hpp Breakdown of the critical rank): GPU compute,
+// communication not overlapped by compute, and GPU idle (launch gaps, CPU-bound stretches, waits).
+inline const std::vector<std::string>& replay_breakdown_parts() {
+  static const std::vector<std::string> p = {"compute", "exposed_comm", "idle"};
+  return p;
+}
+
 struct WhatifRow {
   std::string name, description;
   nlohmann::json overrides;       // as written in the scenario
   nlohmann::ordered_json result;  // the train report of the run (sim/train/report.hpp to_json)
   double iteration_s = 0;
   double speedup = 1;  // baseline iteration_s / this iteration_s
-  double mfu = 0;
-  double tokens_per_s = 0;
-  std::vector<double> breakdown_s;  // per breakdown_parts()
-  std::vector<double> delta_s;      // this minus the baseline, per breakdown_parts()
+  double mfu = 0;           // 0 for replays (a trace has no model FLOPs)
+  double tokens_per_s = 0;  // 0 for replays
+  std::vector<double> breakdown_s;  // per WhatifResult::parts
+  std::vector<double> delta_s;      // this minus the baseline, per WhatifResult::parts
   std::string moved;                // the part with the largest |delta| ("" when nothing moved)
   double moved_s = 0;               // its delta (signed)
 };
 
 struct WhatifResult {
   std::string scenario, description, origin;
-  std::vector<WhatifRow> rows;  // rows[0]: the baseline
+  bool replay = false;             // the runs are trace replays (replay_job.hpp), not training jobs
+  std::vector<std::string> parts;  // breakdown_parts() or, for replays, replay_breakdown_parts()
+  std::vector<WhatifRow> rows;     // rows[0]: the baseline
 };
 
 // Parses and checks every run of the scenario (cluster, topology, model, parallelism, memory) in

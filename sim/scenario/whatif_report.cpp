@@ -19,9 +19,18 @@ double r9(double x) {
   return std::round(x * 1e9) / 1e9;
 }
 
-std::string moved_text(const WhatifRow& row) {
+// Replays are traces of one iteration of a few hundred milliseconds: their tables are in ms.
+struct TimeUnit {
+  double scale;
+  const char* name;
+};
+TimeUnit unit_of(const WhatifResult& w) {
+  return w.replay ? TimeUnit{1e3, "ms"} : TimeUnit{1, "s"};
+}
+
+std::string moved_text(const WhatifRow& row, TimeUnit u) {
   if (row.moved.empty()) return "nothing";
-  return fmt::format("{} {:+.3f} s", row.moved, row.moved_s);
+  return fmt::format("{} {:+.3f} {}", row.moved, row.moved_s * u.scale, u.name);
 }
 
 std::string csv_field(const std::string& s) {
@@ -51,28 +60,47 @@ std::string whatif_text(const WhatifResult& w) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   const WhatifRow& base = w.rows.front();
+  const TimeUnit u = unit_of(w);
   line(fmt::format("what-if {}: {}", w.scenario, w.description));
-  line(fmt::format("from {}; baseline: {}, {}, {}", w.origin, base.result.value("cluster", ""),
-                   base.result.value("model", ""), base.result.value("config", "")));
+  if (w.replay) {
+    line(fmt::format("from {}; baseline: {}, {}", w.origin, base.result.value("cluster", ""),
+                     base.result.value("config", "")));
+  } else {
+    line(fmt::format("from {}; baseline: {}, {}, {}", w.origin, base.result.value("cluster", ""),
+                     base.result.value("model", ""), base.result.value("config", "")));
+  }
   std::size_t width = 8;
   for (const auto& r : w.rows) width = std::max(width, r.name.size());
   line("");
-  line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup",
-                   "MFU", "tokens/s", "moved most (vs baseline)"));
-  for (const auto& r : w.rows) {
-    line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}  {:>5.1f}%  {:>12.0f}  {}", r.name, width, r.iteration_s,
-                     r.speedup, 100 * r.mfu, r.tokens_per_s, &r == &base ? "-" : moved_text(r)));
+  if (w.replay) {
+    // A trace has no model FLOPs or tokens: the traced iteration time instead of MFU, tokens/s.
+    line(fmt::format("{:<{}}  {:>12}  {:>8}  {:>10}  {}", "variant", width, "iteration ms", "speedup", "traced ms",
+                     "moved most (vs baseline)"));
+    for (const auto& r : w.rows) {
+      line(fmt::format("{:<{}}  {:>12.3f}  {:>8.3f}  {:>10.3f}  {}", r.name, width, r.iteration_s * 1e3, r.speedup,
+                       r.result.value("traced_s", 0.0) * 1e3, &r == &base ? "-" : moved_text(r, u)));
+    }
+  } else {
+    line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup", "MFU",
+                     "tokens/s", "moved most (vs baseline)"));
+    for (const auto& r : w.rows) {
+      line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}  {:>5.1f}%  {:>12.0f}  {}", r.name, width, r.iteration_s,
+                       r.speedup, 100 * r.mfu, r.tokens_per_s, &r == &base ? "-" : moved_text(r, u)));
+    }
   }
   line("");
-  line("time breakdown of the critical rank, s (baseline) and change from the baseline (variants):");
+  line(fmt::format("time breakdown of the critical rank, {} (baseline) and change from the baseline (variants):",
+                   u.name));
+  std::size_t part_width = 8;
+  for (const auto& p : w.parts) part_width = std::max(part_width, p.size());
   std::string head = fmt::format("{:<{}}", "variant", width);
-  for (const auto& p : breakdown_parts()) head += fmt::format("  {:>8}", p);
+  for (const auto& p : w.parts) head += fmt::format("  {:>{}}", p, part_width);
   line(head);
   for (const auto& r : w.rows) {
     std::string l = fmt::format("{:<{}}", r.name, width);
-    for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
-      l += &r == &base ? fmt::format("  {:>8.3f}", r.breakdown_s[k])
-                       : fmt::format("  {:>+8.3f}", r.delta_s[k]);
+    for (std::size_t k = 0; k < w.parts.size(); ++k) {
+      l += &r == &base ? fmt::format("  {:>{}.3f}", r.breakdown_s[k] * u.scale, part_width)
+                       : fmt::format("  {:>+{}.3f}", r.delta_s[k] * u.scale, part_width);
     }
     line(l);
   }
@@ -112,13 +140,19 @@ std::string whatif_text(const WhatifResult& w) {
 }
 
 std::string whatif_csv(const WhatifResult& w) {
-  std::string out = "variant,iteration_s,speedup,mfu,tokens_per_s";
-  for (const auto& p : breakdown_parts()) out += fmt::format(",{}_s", p);
-  for (const auto& p : breakdown_parts()) out += fmt::format(",delta_{}_s", p);
+  // Replays: traced_s instead of mfu and tokens_per_s (a trace has no model FLOPs or tokens).
+  std::string out = w.replay ? "variant,iteration_s,speedup,traced_s" : "variant,iteration_s,speedup,mfu,tokens_per_s";
+  for (const auto& p : w.parts) out += fmt::format(",{}_s", p);
+  for (const auto& p : w.parts) out += fmt::format(",delta_{}_s", p);
   out += ",moved,moved_s\n";
   for (const auto& r : w.rows) {
-    out += fmt::format("{},{:.9f},{:.9f},{:.9f},{:.3f}", csv_field(r.name), r.iteration_s, r.speedup, r.mfu,
-                       r.tokens_per_s);
+    if (w.replay) {
+      out += fmt::format("{},{:.9f},{:.9f},{:.9f}", csv_field(r.name), r.iteration_s, r.speedup,
+                         r.result.value("traced_s", 0.0));
+    } else {
+      out += fmt::format("{},{:.9f},{:.9f},{:.9f},{:.3f}", csv_field(r.name), r.iteration_s, r.speedup, r.mfu,
+                         r.tokens_per_s);
+    }
     for (double v : r.breakdown_s) out += fmt::format(",{:.9f}", v);
     for (double v : r.delta_s) out += fmt::format(",{:.9f}", v);
     out += fmt::format(",{},{:.9f}\n", r.moved, r.moved_s);
@@ -131,6 +165,7 @@ nlohmann::ordered_json whatif_json(const WhatifResult& w) {
   j["scenario"] = w.scenario;
   j["description"] = w.description;
   j["origin"] = w.origin;
+  j["kind"] = w.replay ? "replay" : "training";
   auto& runs = j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : w.rows) {
     nlohmann::ordered_json o;
@@ -139,15 +174,19 @@ nlohmann::ordered_json whatif_json(const WhatifResult& w) {
     o["overrides"] = r.overrides;
     o["iteration_s"] = r.iteration_s;
     o["speedup"] = r9(r.speedup);
-    o["mfu"] = r.mfu;
-    o["tokens_per_s"] = r.tokens_per_s;
+    if (w.replay) {
+      o["traced_s"] = r.result.value("traced_s", 0.0);
+    } else {
+      o["mfu"] = r.mfu;
+      o["tokens_per_s"] = r.tokens_per_s;
+    }
     // Built apart and then moved in: ordered_json keeps its members in a vector, so a reference
     // to one member does not survive the insertion of the next.
     nlohmann::ordered_json b = nlohmann::ordered_json::object();
     nlohmann::ordered_json d = nlohmann::ordered_json::object();
-    for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
-      b[breakdown_parts()[k]] = r9(r.breakdown_s[k]);
-      d[breakdown_parts()[k]] = r9(r.delta_s[k]);
+    for (std::size_t k = 0; k < w.parts.size(); ++k) {
+      b[w.parts[k]] = r9(r.breakdown_s[k]);
+      d[w.parts[k]] = r9(r.delta_s[k]);
     }
     o["breakdown_s"] = std::move(b);
     o["delta_s"] = std::move(d);
@@ -171,7 +210,7 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     if (!out) throw InputError(fmt::format("--plot: cannot write '{}'", dat.string()));
     out << "# commstack whatif " << w.scenario << ": one row per run (tab-separated)\n#";
     out << "index\tvariant\tspeedup\titeration_s";
-    for (const auto& p : breakdown_parts()) out << "\t" << p << "_s";
+    for (const auto& p : w.parts) out << "\t" << p << "_s";
     out << "\n";
     for (std::size_t i = 0; i < w.rows.size(); ++i) {
       const auto& r = w.rows[i];
@@ -202,10 +241,10 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     const std::vector<std::string> colors = {"#7f7f7f", "#4472c4", "#70ad47", "#ffc000",
                                              "#ed7d31", "#a5a5a5", "#264478"};
     out << "plot ";
-    for (std::size_t k = 0; k < breakdown_parts().size(); ++k) {
+    for (std::size_t k = 0; k < w.parts.size(); ++k) {
       if (k > 0) out << ", \\\n     ";
       out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title "
-          << gp_quote(breakdown_parts()[k]) << " lc rgb '" << colors[k] << "'";
+          << gp_quote(w.parts[k]) << " lc rgb '" << colors[k] << "'";
     }
     out << "\nunset multiplot\n";
     if (!out) throw InputError(fmt::format("--plot: writing '{}' failed", gp.string()));
