@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 #include "sim/train/train.hpp"
@@ -248,6 +249,11 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
     }
     region_of[i] = it->second;
   }
+  // Dependency lists as strings (attribute commstack_after), one definition per distinct list.
+  std::vector<OTF2_StringRef> after_of(t.intervals.size(), OTF2_UNDEFINED_STRING);
+  for (std::size_t i = 0; i < t.intervals.size(); ++i) {
+    if (!t.intervals[i].after.empty()) after_of[i] = str(fmt::format("{}", fmt::join(t.intervals[i].after, ",")));
+  }
 
   // The archive. Only the three OTF2 paths of an earlier archive are removed.
   namespace fs = std::filesystem;
@@ -276,6 +282,8 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   // Attributes of compute and communication regions (written on Enter).
   const OTF2_AttributeRef attr_micro_batch = 0;
   const OTF2_AttributeRef attr_layer = 1;
+  const OTF2_AttributeRef attr_op = 2;
+  const OTF2_AttributeRef attr_after = 3;
   OTF2_AttributeList* attrs = OTF2_AttributeList_New();
   struct AttrFree {
     OTF2_AttributeList* l;
@@ -304,9 +312,11 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
         case EvKind::enter: {
           const auto& iv = t.intervals[ev.index];
           OTF2_AttributeList* list = nullptr;
-          if (iv.micro_batch >= 0 || iv.layer >= 0) {
+          if (iv.micro_batch >= 0 || iv.layer >= 0 || iv.op >= 0) {
             if (iv.micro_batch >= 0) OTF2_AttributeList_AddInt32(attrs, attr_micro_batch, iv.micro_batch);
             if (iv.layer >= 0) OTF2_AttributeList_AddInt32(attrs, attr_layer, iv.layer);
+            if (iv.op >= 0) OTF2_AttributeList_AddUint64(attrs, attr_op, static_cast<std::uint64_t>(iv.op));
+            if (after_of[ev.index] != OTF2_UNDEFINED_STRING) OTF2_AttributeList_AddStringRef(attrs, attr_after, after_of[ev.index]);
             list = attrs;
           }
           check(OTF2_EvtWriter_Enter(w, list, ev.ts, region_of[ev.index]), dir, "writing an Enter event");
@@ -386,6 +396,10 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   const OTF2_StringRef s_mb_desc = str("Micro-batch of the training op");
   const OTF2_StringRef s_layer = str("layer");
   const OTF2_StringRef s_layer_desc = str("Global transformer layer of the training op");
+  const OTF2_StringRef s_op = str("commstack_op");
+  const OTF2_StringRef s_op_desc = str("Id of the op in the simulated op graph");
+  const OTF2_StringRef s_after = str("commstack_after");
+  const OTF2_StringRef s_after_desc = str("Ids of the ops this op waited for (its dependencies), comma separated");
 
   OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
   if (g == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating the global definition writer");
@@ -402,6 +416,9 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_micro_batch, s_mb, s_mb_desc, OTF2_TYPE_INT32), dir,
         "writing an attribute");
   check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_layer, s_layer, s_layer_desc, OTF2_TYPE_INT32), dir,
+        "writing an attribute");
+  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_op, s_op, s_op_desc, OTF2_TYPE_UINT64), dir, "writing an attribute");
+  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_after, s_after, s_after_desc, OTF2_TYPE_STRING), dir,
         "writing an attribute");
   for (std::size_t r = 0; r < region_defs.size(); ++r) {
     const auto& d = region_defs[r];
@@ -540,6 +557,8 @@ Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& s
     iv.end_s = schedule.finish[i];
     iv.micro_batch = op.micro_batch;
     iv.layer = op.layer;
+    iv.op = op.id;
+    iv.after.assign(op.deps.begin(), op.deps.end());
     if (op.kind == workloads::OpKind::collective) {
       iv.collective = from_workloads(op.collective);
       iv.comm = op.communicator + 1;

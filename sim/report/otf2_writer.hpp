@@ -42,6 +42,11 @@ struct Otf2Interval {
   double end_s = 0;
   int micro_batch = -1;    // written as attributes when >= 0
   int layer = -1;
+  // The op-graph op this region is (attribute commstack_op) and the ops it waited for
+  // (attribute commstack_after, "id,id,..."), so that `replay` rebuilds the dependencies between
+  // a rank's streams (a compute op waiting for a TP all-reduce); -1 / empty: not written.
+  long long op = -1;
+  std::vector<long long> after = {};
   // collectives (collective != none)
   Otf2Collective collective = Otf2Collective::none;
   int comm = -1;           // index into Otf2Timeline::comms

@@ -40,3 +40,10 @@ commstack_cli_error_test(NAME replay.bad_scale
 commstack_cli_test(NAME replay.otf2_scorep
   ARGS replay --trace ${replay_samples}/otf2/scorep-ping-pong --cluster dgx-a100
   MATCH "\\(otf2\\).*32 communication ops re-simulated.*traced +199\\.535 ms +replayed")
+# GPU-bound round trip through commstack's own OTF2: train --otf2 then replay on the same cluster
+# reproduces train's iteration time within 5 % (TP8 within the node, DP2 across two nodes; every
+# rank written with --no-fold so that the process groups are complete).
+add_test(NAME cli.replay.roundtrip_tp_dp
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/replay_roundtrip.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR}
+          rt-tp8-dp2 0.05 dgx-a100 --nodes 2 --model megatron-1.7b --tp 8 --dp 2 --micro-batch 1 --global-batch 8
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

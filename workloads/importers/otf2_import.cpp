@@ -1,6 +1,7 @@
 #include "workloads/importers/otf2_import.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <regex>
@@ -31,7 +32,24 @@ struct Open {
   bool has_child = false;
   const Otf2Event* collective = nullptr;
   const Otf2Event* message = nullptr;
+  const Otf2Event* event = nullptr;  // the Enter (commstack's op id and dependencies)
 };
+
+// "12,15,40" -> {12, 15, 40}; a malformed entry ends the list (the rest is not trusted).
+std::vector<std::int64_t> parse_ids(const std::string& text) {
+  std::vector<std::int64_t> ids;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + end, v);
+    if (ec != std::errc() || ptr != text.data() + end || v < 0) break;
+    ids.push_back(v);
+    pos = end + 1;
+  }
+  return ids;
+}
 
 }  // namespace
 
@@ -78,12 +96,19 @@ ImportedTrace import_otf2(const std::string& path) {
   std::map<std::tuple<int, int, std::uint32_t, std::uint32_t>, std::int64_t> sent_count, recv_count;
   std::map<int, std::pair<double, double>> span;  // per rank: first and last op time
   long long unpaired = 0, kept = 0, ops = 0;
+  // commstack --otf2 archives: op id -> (rank, local op), and the ops with dependencies to add.
+  std::map<std::int64_t, std::pair<int, int>> written_op;
+  struct After {
+    int rank, op;
+    const std::string* ids;
+  };
+  std::vector<After> after;
   for (const auto& e : a.events) {
     auto& stack = open[e.location];
     switch (e.kind) {
       case Otf2EventKind::enter:
         if (!stack.empty()) stack.back().has_child = true;
-        stack.push_back({e.region, e.time, false, nullptr, nullptr});
+        stack.push_back({e.region, e.time, false, nullptr, nullptr, &e});
         continue;
       case Otf2EventKind::collective_end:
         if (!stack.empty()) stack.back().collective = &e;
@@ -152,11 +177,36 @@ ImportedTrace import_otf2(const std::string& path) {
                : rb.host(name, start, dur, lane, deps.empty() ? -1 : deps.front());
     }
     last_op[e.location] = id;
+    if (o.event != nullptr && o.event->op >= 0) {
+      written_op[o.event->op] = {rank, id};
+      if (!o.event->after.empty()) after.push_back({rank, id, &o.event->after});
+    }
     ++ops;
     auto [it, added] = span.try_emplace(rank, start, start + dur);
     if (!added) it->second = {std::min(it->second.first, start), std::max(it->second.second, start + dur)};
   }
   if (ops == 0) throw InputError(fmt::format("{}: the trace has no region (Enter/Leave) events to replay", a.anchor));
+  // Dependencies across a rank's locations, as commstack wrote them (a compute op after the TP
+  // all-reduce it consumes, a pipeline send after the forward pass it ships): without them each
+  // location would be an independent chain and communication would hide behind compute.
+  long long cross_deps = 0, dropped_deps = 0;
+  for (const auto& x : after) {
+    for (std::int64_t dep : parse_ids(*x.ids)) {
+      const auto it = written_op.find(dep);
+      if (it == written_op.end() || it->second.first != x.rank || it->second.second == x.op) {
+        ++dropped_deps;
+        continue;
+      }
+      builder.rank(x.rank).add_dep(x.op, it->second.second);
+      ++cross_deps;
+    }
+  }
+  if (!written_op.empty()) {
+    t.warnings.push_back(fmt::format("commstack archive: {} op dependencies restored from the commstack_after attributes{}",
+                                     cross_deps,
+                                     dropped_deps > 0 ? fmt::format(" ({} naming ops not in the trace skipped)", dropped_deps)
+                                                      : std::string()));
+  }
   long long still_open = 0;
   for (const auto& [loc, stack] : open) still_open += static_cast<long long>(stack.size());
   if (unpaired > 0) t.warnings.push_back(fmt::format("{} Leave event(s) without their Enter were skipped", unpaired));

@@ -6,7 +6,9 @@
 // the target cluster when it is an all-reduce, all-gather, reduce-scatter or all-to-all), one
 // holding an MpiSend/MpiIsend or MpiRecv/MpiIrecv a send or recv, any other innermost region a
 // compute op (GPU when its location is an accelerator stream or its region is CUDA, host
-// otherwise). Enclosing regions (main, user functions around them) add no op.
+// otherwise). Enclosing regions (main, user functions around them) add no op. Ops on one location
+// are chained in order; archives written by commstack --otf2 also carry each op's dependencies
+// on the rank's other streams (attributes commstack_op / commstack_after), which become deps.
 #include <string>
 
 #include "workloads/importers/imported_trace.hpp"

@@ -77,6 +77,7 @@ struct ReadState {
   std::map<OTF2_GroupRef, GroupDef> groups;
   std::map<OTF2_CommRef, RawComm> comms;
   std::map<std::uint64_t, std::size_t> location_index;
+  std::map<OTF2_AttributeRef, std::string> attribute_names;
 
   std::string str(OTF2_StringRef ref) const {
     auto it = strings.find(ref);
@@ -232,14 +233,36 @@ OTF2_CallbackCode def_comm(void* d, OTF2_CommRef self, OTF2_StringRef name, OTF2
   return OTF2_CALLBACK_SUCCESS;
 }
 
+OTF2_CallbackCode def_attribute(void* d, OTF2_AttributeRef self, OTF2_StringRef name, OTF2_StringRef, OTF2_Type) {
+  auto& s = st(d);
+  s.attribute_names[self] = s.str(name);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
 // --- events ---
-OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, OTF2_RegionRef region) {
+OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs,
+                           OTF2_RegionRef region) {
   auto& s = st(d);
   Otf2Event e;
   e.location = loc;
   e.time = t;
   e.kind = Otf2EventKind::enter;
   e.region = region;
+  // commstack's own op ids and dependencies (other writers' attributes are ignored).
+  const std::uint32_t n = attrs == nullptr ? 0 : OTF2_AttributeList_GetNumberOfElements(attrs);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    OTF2_AttributeRef id = 0;
+    OTF2_Type type = OTF2_TYPE_NONE;
+    OTF2_AttributeValue value;
+    if (OTF2_AttributeList_GetAttributeByIndex(attrs, i, &id, &type, &value) != OTF2_SUCCESS) continue;
+    const auto name = s.attribute_names.find(id);
+    if (name == s.attribute_names.end()) continue;
+    if (name->second == "commstack_op" && type == OTF2_TYPE_UINT64 && value.uint64 < (1ULL << 62)) {
+      e.op = static_cast<std::int64_t>(value.uint64);
+    } else if (name->second == "commstack_after" && type == OTF2_TYPE_STRING) {
+      e.after = s.str(value.stringRef);
+    }
+  }
   return done(s, s.add(std::move(e)));
 }
 OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, OTF2_RegionRef region) {
@@ -509,6 +532,7 @@ Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
     OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cb.get(), def_region);
     OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb.get(), def_group);
     OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb.get(), def_comm);
+    OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(cb.get(), def_attribute);
     reader.check(OTF2_Reader_RegisterGlobalDefCallbacks(r, gdr, cb.get(), &s), "registering definition callbacks", s);
   }
   uint64_t n_defs = 0;
