@@ -342,10 +342,17 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
           const auto& m = t.messages[ev.index];
           const std::uint32_t peer = comm_rank(0, m.peer);
           if (peer == OTF2_UNDEFINED_UINT32) throw std::logic_error(fmt::format("write_otf2: peer {} has no location", m.peer));
+          // The op id tells readers which region a message belongs to: a pipeline op on an
+          // overlap location (`pp #2`) has its message on the `pp` location.
+          OTF2_AttributeList* list = nullptr;
+          if (m.op >= 0) {
+            OTF2_AttributeList_AddUint64(attrs, attr_op, static_cast<std::uint64_t>(m.op));
+            list = attrs;
+          }
           if (ev.kind == EvKind::send) {
-            check(OTF2_EvtWriter_MpiSend(w, nullptr, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiSend");
+            check(OTF2_EvtWriter_MpiSend(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiSend");
           } else {
-            check(OTF2_EvtWriter_MpiRecv(w, nullptr, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiRecv");
+            check(OTF2_EvtWriter_MpiRecv(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiRecv");
           }
           break;
         }
@@ -569,7 +576,7 @@ Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& s
       if (std::binary_search(present.begin(), present.end(), op.peer)) {
         const auto tag = tag_ids.try_emplace(op.tag, static_cast<std::uint32_t>(tag_ids.size())).first->second;
         const bool send = op.kind == workloads::OpKind::send;
-        t.messages.push_back({op.rank, send, op.peer, tag, op.bytes, send ? iv.start_s : iv.end_s});
+        t.messages.push_back({op.rank, send, op.peer, tag, op.bytes, send ? iv.start_s : iv.end_s, op.id});
       }
     }
     t.intervals.push_back(std::move(iv));

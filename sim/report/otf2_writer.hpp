@@ -63,6 +63,7 @@ struct Otf2Message {
   std::uint32_t tag = 0;
   std::uint64_t bytes = 0;
   double time_s = 0;
+  long long op = -1;  // the op-graph op (region) it belongs to, attribute commstack_op; -1 none
 };
 
 struct Otf2Timeline {

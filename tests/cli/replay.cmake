@@ -47,3 +47,9 @@ add_test(NAME cli.replay.roundtrip_tp_dp
   COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/replay_roundtrip.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR}
           rt-tp8-dp2 0.05 dgx-a100 --nodes 2 --model megatron-1.7b --tp 8 --dp 2 --micro-batch 1 --global-batch 8
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# The same with pipeline send/recv (1F1B, PP4 over two nodes): batched pipeline messages whose
+# region sits on an overlap location are matched to their op by the commstack_op attribute.
+add_test(NAME cli.replay.roundtrip_pp
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/replay_roundtrip.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR}
+          rt-tp2-pp4-dp2 0.05 dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --dp 2 --micro-batch 1 --global-batch 16
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -91,6 +91,14 @@ ImportedTrace import_otf2(const std::string& path) {
     return ranks;
   };
 
+  // commstack archives: the message event of each op, by op id (it may sit on another location
+  // than its region: a pipeline op on an overlap location `pp #2` has its message on `pp`).
+  std::map<std::int64_t, const Otf2Event*> message_of_op;
+  for (const auto& e : a.events) {
+    const bool message = e.kind == Otf2EventKind::send || e.kind == Otf2EventKind::isend ||
+                         e.kind == Otf2EventKind::recv || e.kind == Otf2EventKind::irecv;
+    if (message && e.op >= 0) message_of_op.try_emplace(e.op, &e);
+  }
   std::map<std::uint64_t, std::vector<Open>> open;  // per location
   std::map<std::uint64_t, int> last_op;             // per location: previous op (lane order)
   std::map<std::tuple<int, int, std::uint32_t, std::uint32_t>, std::int64_t> sent_count, recv_count;
@@ -117,6 +125,7 @@ ImportedTrace import_otf2(const std::string& path) {
       case Otf2EventKind::isend:
       case Otf2EventKind::recv:
       case Otf2EventKind::irecv:
+        if (e.op >= 0) continue;  // attached to its op's region by id, below
         if (!stack.empty() && stack.back().message == nullptr) stack.back().message = &e;
         continue;
       case Otf2EventKind::leave: break;
@@ -126,8 +135,11 @@ ImportedTrace import_otf2(const std::string& path) {
       ++unpaired;
       continue;
     }
-    const Open o = stack.back();
+    Open o = stack.back();
     stack.pop_back();
+    if (o.message == nullptr && o.event != nullptr && o.event->op >= 0) {
+      if (const auto it = message_of_op.find(o.event->op); it != message_of_op.end()) o.message = it->second;
+    }
     if (o.has_child && o.collective == nullptr && o.message == nullptr) continue;  // an enclosing region
     const int rank = rank_of_location.at(e.location);
     const int lane = lane_of_location.at(e.location);

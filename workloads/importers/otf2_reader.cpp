@@ -239,16 +239,8 @@ OTF2_CallbackCode def_attribute(void* d, OTF2_AttributeRef self, OTF2_StringRef 
   return OTF2_CALLBACK_SUCCESS;
 }
 
-// --- events ---
-OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs,
-                           OTF2_RegionRef region) {
-  auto& s = st(d);
-  Otf2Event e;
-  e.location = loc;
-  e.time = t;
-  e.kind = Otf2EventKind::enter;
-  e.region = region;
-  // commstack's own op ids and dependencies (other writers' attributes are ignored).
+// commstack's own op ids and dependencies (other writers' attributes are ignored).
+void read_commstack_attributes(const ReadState& s, OTF2_AttributeList* attrs, Otf2Event& e) {
   const std::uint32_t n = attrs == nullptr ? 0 : OTF2_AttributeList_GetNumberOfElements(attrs);
   for (std::uint32_t i = 0; i < n; ++i) {
     OTF2_AttributeRef id = 0;
@@ -263,6 +255,18 @@ OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2
       e.after = s.str(value.stringRef);
     }
   }
+}
+
+// --- events ---
+OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs,
+                           OTF2_RegionRef region) {
+  auto& s = st(d);
+  Otf2Event e;
+  e.location = loc;
+  e.time = t;
+  e.kind = Otf2EventKind::enter;
+  e.region = region;
+  read_commstack_attributes(s, attrs, e);
   return done(s, s.add(std::move(e)));
 }
 OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, OTF2_RegionRef region) {
@@ -286,25 +290,33 @@ Otf2Event message(OTF2_LocationRef loc, OTF2_TimeStamp t, Otf2EventKind kind, ui
   e.bytes = bytes;
   return e;
 }
-OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, uint32_t receiver,
+OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t receiver,
                           OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
   auto& s = st(d);
-  return done(s, s.add(message(loc, t, Otf2EventKind::send, receiver, comm, tag, bytes)));
+  Otf2Event e = message(loc, t, Otf2EventKind::send, receiver, comm, tag, bytes);
+  read_commstack_attributes(s, attrs, e);
+  return done(s, s.add(std::move(e)));
 }
-OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, uint32_t sender,
+OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t sender,
                           OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
   auto& s = st(d);
-  return done(s, s.add(message(loc, t, Otf2EventKind::recv, sender, comm, tag, bytes)));
+  Otf2Event e = message(loc, t, Otf2EventKind::recv, sender, comm, tag, bytes);
+  read_commstack_attributes(s, attrs, e);
+  return done(s, s.add(std::move(e)));
 }
-OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, uint32_t receiver,
+OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t receiver,
                            OTF2_CommRef comm, uint32_t tag, uint64_t bytes, uint64_t) {
   auto& s = st(d);
-  return done(s, s.add(message(loc, t, Otf2EventKind::isend, receiver, comm, tag, bytes)));
+  Otf2Event e = message(loc, t, Otf2EventKind::isend, receiver, comm, tag, bytes);
+  read_commstack_attributes(s, attrs, e);
+  return done(s, s.add(std::move(e)));
 }
-OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*, uint32_t sender,
+OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t sender,
                            OTF2_CommRef comm, uint32_t tag, uint64_t bytes, uint64_t) {
   auto& s = st(d);
-  return done(s, s.add(message(loc, t, Otf2EventKind::irecv, sender, comm, tag, bytes)));
+  Otf2Event e = message(loc, t, Otf2EventKind::irecv, sender, comm, tag, bytes);
+  read_commstack_attributes(s, attrs, e);
+  return done(s, s.add(std::move(e)));
 }
 OTF2_CallbackCode ev_coll_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*) {
   auto& s = st(d);

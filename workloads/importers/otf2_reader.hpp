@@ -52,8 +52,9 @@ struct Otf2Event {
   std::uint64_t bytes_received = 0;  // collective_end
   std::string collective;          // collective_end: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
   std::uint32_t root = 0xffffffffU;  // collective_end: root rank in `comm`, 0xffffffff none
-  // enter, in archives written by commstack --otf2 (sim/report/otf2_writer.hpp): the op-graph id
-  // (attribute commstack_op, -1 absent) and the ids it waited for (commstack_after, "id,id,...").
+  // In archives written by commstack --otf2 (sim/report/otf2_writer.hpp): the op-graph id
+  // (attribute commstack_op, -1 absent) on enter and on send/recv (the op the message belongs
+  // to), and on enter the ids it waited for (commstack_after, "id,id,...").
   std::int64_t op = -1;
   std::string after;
 };
