@@ -33,7 +33,7 @@ struct PlanCliOptions {
   std::string recompute = "none,selective,full", sequence_parallel = "on,off";
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
-  std::string precision = "bf16", attention = "flash", compute_profile, channels = "auto", fidelity = "auto";
+  std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", compute_profile, channels = "auto", fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -106,6 +106,9 @@ void run(const PlanCliOptions& o) {
   if (o.attention == "flash") s.attention = workloads::AttentionKernel::flash;
   else if (o.attention == "materialized") s.attention = workloads::AttentionKernel::materialized;
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
+  if (o.tp_backward_overlap == "on") s.tp_backward_overlap = true;
+  else if (o.tp_backward_overlap == "off") s.tp_backward_overlap = false;
+  else throw InputError(fmt::format("--tp-backward-overlap: unknown '{}'; expected on or off", o.tp_backward_overlap));
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
@@ -171,6 +174,9 @@ void register_plan(CLI::App& app) {
   sub->add_option("--precision", opts->precision, "bf16 or fp8");
   sub->add_option("--attention", opts->attention,
                   "Attention kernel: flash (fused) or materialized (seq x seq scores through HBM, Megatron-LM <= 2022)");
+  sub->add_option("--tp-backward-overlap", opts->tp_backward_overlap,
+                  "on (default, Megatron-LM since late 2021) or off (Megatron-LM 2021: the TP reduction of the input "
+                  "gradient blocks instead of overlapping the weight-gradient GEMM)");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--tp", opts->tp, "TP degrees to try, e.g. 1,2,4,8 (default: divisors of the heads up to --max-tp)");
   sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");

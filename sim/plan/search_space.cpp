@@ -116,6 +116,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_
                     par.recompute = rc;
                     par.precision = space.precision;
                     par.attention = space.attention;
+                    par.tp_backward_overlap = space.tp_backward_overlap;
                     try {
                       workloads::validate(m, par, gpus, "plan");
                     } catch (const InputError& e) {

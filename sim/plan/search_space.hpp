@@ -36,6 +36,7 @@ struct SearchSpace {
   std::int64_t seq = 0;           // 0: the model's
   workloads::Precision precision = workloads::Precision::bf16;
   workloads::AttentionKernel attention = workloads::AttentionKernel::flash;  // every candidate runs this kernel
+  bool tp_backward_overlap = true;  // every candidate: ParallelConfig::tp_backward_overlap
 };
 
 struct Candidate {

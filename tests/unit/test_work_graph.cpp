@@ -147,7 +147,7 @@ TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic acr
       for (int c = 0; c < p.virtual_stages; ++c) layers += stage_layers(m, p, stage, c).count();
       CHECK(static_cast<std::int64_t>(ops_named(g, r, "qkv").size()) ==
             layers * mb * (p.recompute == Recompute::full ? 2 : 1));
-      CHECK(static_cast<std::int64_t>(ops_named(g, r, "qkv.bwd").size()) == layers * mb);
+      CHECK(static_cast<std::int64_t>(ops_named(g, r, "qkv.bwd_input").size()) == layers * mb);
       CHECK(ops_named(g, r, "optimizer.adam").size() == 1);
     }
     const IterationFlops it = iteration_flops(m, p.global_batch, p.seq, p.recompute);
@@ -185,11 +185,19 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   REQUIRE(emb.size() == 1);
   CHECK(emb[0]->bytes == static_cast<std::uint64_t>(2 * 1024 * 256 / 2));
   CHECK(g.communicators[static_cast<std::size_t>(emb[0]->communicator)].ranks == std::vector<int>{0, 4});
-  // Without SP: all-reduce of b*s*h*2 after attention and MLP, PP messages of the full b*s*h*2.
+  // Without SP: all-reduce of b*s*h*2 after attention and MLP; PP messages are still the 1/t slice
+  // (Megatron's scatter/gather), all-gathered back to b*s*h*2 over the TP group after each receive.
   ParallelConfig q = cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})");
   OpGraph g2 = generate_op_graph(m, q);
   for (const Op* op : ops_named(g2, 0, "tp.all_reduce.attn_out")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
-  for (const Op* op : ops_named(g2, 0, "pp.send_activation")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+  for (const Op* op : ops_named(g2, 0, "pp.send_activation")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
+  CHECK(ops_named(g2, 0, "pp.all_gather_activation").empty());  // stage 0 receives no activation
+  const int stage1 = 4;  // rank of stage 1, tp 0, dp 0
+  auto gathers = ops_named(g2, stage1, "pp.all_gather_activation");
+  CHECK(gathers.size() == 2);  // one per micro-batch (8 / (2 x dp 2))
+  for (const Op* op : gathers) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+  CHECK(ops_named(g2, 0, "pp.all_gather_grad").size() == 2);
+  CHECK(ops_named(g, stage1, "pp.all_gather_activation").empty());  // SP: nothing to gather
   // ZeRO-2: gradients reduce-scattered, parameters all-gathered, same total bytes (grads bf16, params bf16).
   double rs = 0, ag = 0;
   for (const Op* op : ops_named(g2, 0, "dp.grad_bucket")) {

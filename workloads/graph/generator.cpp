@@ -309,6 +309,38 @@ private:
     return mult * p_.gemm_operand_bytes() * (local_experts * matrices * h * f + copies * (2 * h + matrices * f));
   }
 
+  // Backward of a column-parallel linear Y = X W (X: tokens x K, W: K x N on this rank; qkv, fc1):
+  // dX = dY W^T is a partial sum over the TP ranks, reduced across them (all-reduce; reduce-scatter
+  // with SP); dW = X^T dY needs the whole X, which SP stores sharded and gathers again.
+  // With tp_backward_overlap (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication) the
+  // gather is launched before dX, the reduction right after dX, both on the TP stream, and dW is
+  // computed meanwhile: the next op waits for the reduction, dW waits for the gather. Without it
+  // (Megatron-LM 2021) dX and dW run back to back and then the reduction blocks.
+  void column_parallel_backward(const char* dx_name, const char* dw_name, double K, double N, const char* gather_name,
+                                const char* rs_name, const char* ar_name, int mb, std::int64_t l, int chunk) {
+    const Phase B = Phase::backward;
+    if (t_ == 1 || !p_.tp_backward_overlap) {
+      tp_gather(gather_name, B, mb, l, chunk);
+      gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
+      gemm(dw_name, K, tokens_, N, 1, B, mb, l, chunk);
+      tp_reduce(rs_name, ar_name, B, mb, l, chunk);
+      return;
+    }
+    std::vector<int> before;
+    if (last_compute_ >= 0) before.push_back(last_compute_);
+    const int gather = sp_ ? collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, gather_name, B, mb,
+                                        l, chunk, false, before)
+                           : -1;
+    const int dx = gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
+    const int reduce = sp_ ? collective(Stream::tp, Collective::reduce_scatter, tp_comm_, hidden_bytes_, rs_name, B, mb,
+                                        l, chunk, false, {dx})
+                           : collective(Stream::tp, Collective::all_reduce, tp_comm_, hidden_bytes_, ar_name, B, mb, l,
+                                        chunk, false, {dx});
+    if (gather >= 0) pending_.push_back(gather);
+    gemm(dw_name, K, tokens_, N, 1, B, mb, l, chunk);
+    pending_.push_back(reduce);
+  }
+
   void layer_backward(std::int64_t l, int mb, int chunk) {
     const double h = static_cast<double>(m_.hidden);
     const double qw = static_cast<double>(m_.q_width()), kvw = static_cast<double>(m_.kv_width());
@@ -330,9 +362,8 @@ private:
       tp_gather("tp.all_gather.mlp_out_grad", B, mb, l, chunk);
       gemm("mlp_fc2.bwd", tokens_, f / t_, h, 2, B, mb, l, chunk);
       streaming("mlp_act.bwd", activation_bwd_bytes() * tokens_ * f / t_, B, mb, l, chunk);
-      tp_gather("tp.all_gather.mlp_in", B, mb, l, chunk);
-      gemm("mlp_fc1.bwd", tokens_, h, in_width / t_, 2, B, mb, l, chunk);
-      tp_reduce("tp.reduce_scatter.mlp_in_grad", "tp.all_reduce.mlp_in_grad", B, mb, l, chunk);
+      column_parallel_backward("mlp_fc1.bwd_input", "mlp_fc1.bwd_weight", h, in_width / t_, "tp.all_gather.mlp_in", "tp.reduce_scatter.mlp_in_grad",
+                               "tp.all_reduce.mlp_in_grad", mb, l, chunk);
     }
     streaming("layernorm.mlp_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
     streaming("residual_add.attn.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
@@ -340,10 +371,9 @@ private:
     gemm("attn_proj.bwd", tokens_, qw / t_, h, 2, B, mb, l, chunk);
     if (p_.recompute == Recompute::selective) attention(l, lf, Phase::recompute, mb, chunk, false);
     attention(l, lf, B, mb, chunk, true);
-    tp_gather("tp.all_gather.attn_in", B, mb, l, chunk);
-    int last = gemm("qkv.bwd", tokens_, h, (qw + 2 * kvw) / t_, 2, B, mb, l, chunk);
-    tp_reduce("tp.reduce_scatter.attn_in_grad", "tp.all_reduce.attn_in_grad", B, mb, l, chunk);
-    last = streaming("layernorm.attn_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
+    column_parallel_backward("qkv.bwd_input", "qkv.bwd_weight", h, (qw + 2 * kvw) / t_, "tp.all_gather.attn_in", "tp.reduce_scatter.attn_in_grad",
+                             "tp.all_reduce.attn_in_grad", mb, l, chunk);
+    const int last = streaming("layernorm.attn_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
     if (p_.zero == 3) {
       // FSDP / ZeRO-3 reduce-scatters each layer's gradients as soon as its backward is done.
       if (p_.dp * p_.cp > 1) {
@@ -361,7 +391,15 @@ private:
   }
 
   // ---- pipeline steps ----------------------------------------------------------------------------
-  double p2p_bytes() const { return hidden_bytes_ / (sp_ ? t_ : 1); }
+  // Megatron's scatter/gather optimization (SC'21 Section 4.1; --scatter-gather-tensors-in-pipeline,
+  // on by default): each TP rank sends only its 1/t slice of the stage-boundary tensor over its own
+  // NIC and the receiving stage all-gathers the slices over NVLink. With SP the tensor is already a
+  // sequence shard, so there is nothing to gather. The gather is on the pipeline stream: it is part
+  // of the stage-boundary transfer (Megatron's p2p_communication), and waiting for it is pipeline time.
+  double p2p_bytes() const { return hidden_bytes_ / t_; }
+  void p2p_gather(int received, const char* name, Phase ph, int mb, int chunk) {
+    if (t_ > 1 && !sp_) collective(Stream::pp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, -1, chunk, true, {received});
+  }
   int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0}); }
 
   void forward_step(int mb, int chunk) {
@@ -369,8 +407,10 @@ private:
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
     if (!first_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
-      pending_.push_back(recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(), "pp.recv_activation",
-                              Phase::forward, mb, -1, chunk));
+      const int got = recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(), "pp.recv_activation",
+                           Phase::forward, mb, -1, chunk);
+      pending_.push_back(got);
+      p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
     } else {
       const double bytes = hidden_bytes_;
       compute("embedding", ComputeClass::elementwise, 0, bytes, Phase::forward, mb, -1, chunk);
@@ -395,8 +435,10 @@ private:
     const Phase B = Phase::backward;
     if (!last_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + 1) % p_.pp);
-      pending_.push_back(recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(), "pp.recv_grad", B, mb,
-                              -1, chunk));
+      const int got = recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(), "pp.recv_grad", B, mb,
+                           -1, chunk);
+      pending_.push_back(got);
+      p2p_gather(got, "pp.all_gather_grad", B, mb, chunk);
     } else {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
       compute("cross_entropy.bwd", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, B, mb, -1, chunk);

@@ -89,6 +89,7 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.recompute = rc == "none" ? Recompute::none : rc == "selective" ? Recompute::selective : Recompute::full;
   p.attention = f.choice_or("attention", "flash", {"flash", "materialized"}) == "flash" ? AttentionKernel::flash
                                                                                       : AttentionKernel::materialized;
+  p.tp_backward_overlap = f.boolean_or("tp_backward_overlap", true);
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.bucket_params = f.integer_or("bucket_params", 40'000'000, 1, std::int64_t{1} << 50);

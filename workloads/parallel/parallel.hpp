@@ -47,6 +47,14 @@ struct ParallelConfig {
   Precision precision = Precision::bf16;
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::flash;
+  // Backward of a column-parallel linear (QKV, fc1): the TP reduction of the input gradient (all-
+  // reduce, or reduce-scatter with SP) runs on the communication stream while the weight-gradient
+  // GEMM computes, and with SP the all-gather of the input overlaps the input-gradient GEMM.
+  // Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication (--async-tensor-model-parallel-
+  // allreduce, on by default from late 2021; with SP in Korthikanti et al. 2022). false: the 2021
+  // code path of the SC'21 runs, where autograd computes both gradients and then the reduction
+  // blocks the stream.
+  bool tp_backward_overlap = true;
   // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
