@@ -252,7 +252,7 @@ json normalize_replay_job(const json& job, const JsonPlace& at, const std::strin
 nlohmann::ordered_json run_replay_job(const PreparedJob& job) {
   Simulator simulator(job.topology);
   const ReplaySetup& r = *job.replay;
-  const auto result = sim::replay::replay(r.trace, simulator, r.options);
+  const auto result = sim::replay::replay(*r.trace, simulator, r.options);
   nlohmann::ordered_json out;
   out["kind"] = "replay";
   out["cluster"] = job.label_cluster;
@@ -265,7 +265,7 @@ nlohmann::ordered_json run_replay_job(const PreparedJob& job) {
                         {"exposed_comm", result.replayed.exposed_comm_s},
                         {"idle", result.replayed.idle_s}};
   out["notes"] = result.assumptions;
-  out["replay"] = sim::replay::to_json(r.trace, result, job.label_cluster);
+  out["replay"] = sim::replay::to_json(*r.trace, result, job.label_cluster);
   return out;
 }
 
@@ -374,7 +374,7 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
     if (p.topology.gpu_count() < world) {
       fail(at.at("nodes"), fmt::format("{} nodes of {} have {} GPUs but the replay needs {} (traced world {} x scale_dp {})",
                                        replay_nodes, p.cluster.name, p.topology.gpu_count(), world,
-                                       std::max(p.replay->trace.graph.world, 1), p.replay->options.scale_dp));
+                                       std::max(p.replay->trace->graph.world, 1), p.replay->options.scale_dp));
     }
     p.label_cluster = fmt::format("{} x {} nodes", p.cluster.name, p.topology.nodes);
     p.label_config = p.replay->label_config;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -123,18 +124,26 @@ std::shared_ptr<const ReplaySetup> prepare_replay(const json& job, const JsonPla
   workloads::importers::LoadOptions lo;
   if (rj.at("iteration").is_number_integer())
     lo.iteration = std::to_string(rj.at("iteration").get<long long>());
-  try {
-    r->trace = workloads::importers::load_trace(r->trace_path, lo);
-  } catch (const InputError& e) {
-    fail(rat.at("trace"), e.what());
+  // The variants of a scenario usually replay the baseline's trace: read each (path, iteration)
+  // once per process (a 1 GB trace takes tens of seconds to import).
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const workloads::ImportedTrace>> cache;
+  auto& cached = cache[{r->trace_path, lo.iteration}];
+  if (!cached) {
+    try {
+      cached = std::make_shared<const workloads::ImportedTrace>(
+          workloads::importers::load_trace(r->trace_path, lo));
+    } catch (const InputError& e) {
+      fail(rat.at("trace"), e.what());
+    }
   }
+  r->trace = cached;
   r->options.scale_dp = rj.at("scale_dp").get<int>();
   if (target) {
     r->options.target_gpu = *target;
     const json& tg = rj.at("traced_gpu");
     if (tg.is_string() && tg.get<std::string>() == "auto") {
       // Traces write the CUDA device name ("NVIDIA A100-SXM4-80GB"); cluster files the model.
-      std::string device = r->trace.device;
+      std::string device = r->trace->device;
       if (device.rfind("NVIDIA ", 0) == 0) device.erase(0, 7);
       const auto builtin = workloads::builtin_compute_profile_for_gpu(device);
       if (!builtin) {
@@ -143,7 +152,7 @@ std::shared_ptr<const ReplaySetup> prepare_replay(const json& job, const JsonPla
                  "\"auto\": the trace names no GPU with a built-in profile ('{}'); name the profile of the "
                  "GPU "
                  "it was recorded on ({}), or set compute_profile to \"traced\" to keep the measured times",
-                 r->trace.device, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
+                 r->trace->device, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
       }
       r->options.traced_gpu = workloads::builtin_compute_profile(*builtin);
     } else {
@@ -154,14 +163,14 @@ std::shared_ptr<const ReplaySetup> prepare_replay(const json& job, const JsonPla
   if (comm.at("channels").is_number_integer()) r->options.comm.channels = comm.at("channels").get<int>();
   r->options.comm.fidelity = fidelity_from_string(comm.at("fidelity").get<std::string>());
   r->label_config = fmt::format(
-      "replay of {} ({}), scale-dp {}, compute {}", r->trace_path, r->trace.format, r->options.scale_dp,
+      "replay of {} ({}), scale-dp {}, compute {}", r->trace_path, r->trace->format, r->options.scale_dp,
       target ? fmt::format("rescaled {} -> {}", r->options.traced_gpu->name, target->name)
              : std::string("as traced"));
   return r;
 }
 
 int replay_world(const ReplaySetup& r) {
-  return std::max(r.trace.graph.world, 1) * r.options.scale_dp;
+  return std::max(r.trace->graph.world, 1) * r.options.scale_dp;
 }
 
 }  // namespace commstack::sim::scenario

@@ -38,7 +38,8 @@ nlohmann::json complete_replay(const nlohmann::json& v, const JsonPlace& at, con
 
 // What a replay job needs to run; shared by the parent's check and the forked child.
 struct ReplaySetup {
-  workloads::ImportedTrace trace;
+  // Shared between the runs of a scenario that replay the same trace and iteration (read once).
+  std::shared_ptr<const workloads::ImportedTrace> trace;
   replay::ReplayOptions options;
   std::string trace_path;
   std::string label_config;  // "replay of <source>, scale-dp K, compute ..."
