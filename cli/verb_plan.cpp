@@ -33,7 +33,7 @@ struct PlanCliOptions {
   std::string recompute = "none,selective,full", sequence_parallel = "on,off";
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
-  std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", compute_profile, channels = "auto", fidelity = "auto";
+  std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", overlap_grad_reduce = "on", compute_profile, channels = "auto", fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -109,6 +109,9 @@ void run(const PlanCliOptions& o) {
   if (o.tp_backward_overlap == "on") s.tp_backward_overlap = true;
   else if (o.tp_backward_overlap == "off") s.tp_backward_overlap = false;
   else throw InputError(fmt::format("--tp-backward-overlap: unknown '{}'; expected on or off", o.tp_backward_overlap));
+  if (o.overlap_grad_reduce == "on") s.overlap_grad_reduce = true;
+  else if (o.overlap_grad_reduce == "off") s.overlap_grad_reduce = false;
+  else throw InputError(fmt::format("--overlap-grad-reduce: unknown '{}'; expected on or off", o.overlap_grad_reduce));
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
@@ -177,6 +180,8 @@ void register_plan(CLI::App& app) {
   sub->add_option("--tp-backward-overlap", opts->tp_backward_overlap,
                   "on (default, Megatron-LM since late 2021) or off (Megatron-LM 2021: the TP reduction of the input "
                   "gradient blocks instead of overlapping the weight-gradient GEMM)");
+  sub->add_option("--overlap-grad-reduce", opts->overlap_grad_reduce,
+                  "on (default): DP gradient buckets reduce during the backward; off: after it (Megatron-LM 2021-22)");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--tp", opts->tp, "TP degrees to try, e.g. 1,2,4,8 (default: divisors of the heads up to --max-tp)");
   sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");

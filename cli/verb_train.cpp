@@ -29,7 +29,7 @@ struct TrainOptions {
   std::string tp = "1", pp = "1", dp = "1", cp = "1", ep = "1", zero = "0";
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
-  std::string tp_backward_overlap = "on";
+  std::string tp_backward_overlap = "on", overlap_grad_reduce = "on";
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
   std::string format = "text", trace;
@@ -74,6 +74,9 @@ void run(const TrainOptions& o) {
   if (o.tp_backward_overlap == "on") par.tp_backward_overlap = true;
   else if (o.tp_backward_overlap == "off") par.tp_backward_overlap = false;
   else throw InputError(fmt::format("--tp-backward-overlap: unknown '{}'; expected on or off", o.tp_backward_overlap));
+  if (o.overlap_grad_reduce == "on") par.overlap_grad_reduce = true;
+  else if (o.overlap_grad_reduce == "off") par.overlap_grad_reduce = false;
+  else throw InputError(fmt::format("--overlap-grad-reduce: unknown '{}'; expected on or off", o.overlap_grad_reduce));
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
   par.sequence_parallel = o.sequence_parallel;
@@ -115,11 +118,11 @@ void run(const TrainOptions& o) {
   label.cluster = fmt::format("{} x {} nodes", spec.name, topo.nodes);
   label.model = model.name;
   label.compute = setup.compute.name;
-  label.config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {} attention {} tp-backward-overlap {}",
+  label.config = fmt::format("tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {} attention {} tp-backward-overlap {} overlap-grad-reduce {}",
                              par.tp, par.pp, par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off",
                              par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
                              to_string(par.recompute), to_string(par.attention),
-                             par.tp_backward_overlap ? "on" : "off");
+                             par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -161,6 +164,9 @@ void register_train(CLI::App& app) {
   sub->add_option("--tp-backward-overlap", opts->tp_backward_overlap,
                   "on (default, Megatron-LM since late 2021): TP reduction of the input gradient overlaps the weight-"
                   "gradient GEMM; off: Megatron-LM 2021, the reduction blocks");
+  sub->add_option("--overlap-grad-reduce", opts->overlap_grad_reduce,
+                  "on (default): DP gradient buckets reduce during the backward (Megatron-Core --overlap-grad-reduce, "
+                  "PyTorch DDP); off: after the backward (Megatron-LM 2021-22 local DDP)");
   sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");

@@ -76,7 +76,7 @@ def run(row, prof):
     cmd = [EXE, "train", "--cluster", "dgx-a100", "--nodes", str(row["gpus"] // 8), "--model", row["model"],
            "--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp", str(row["dp"]), "--global-batch", str(row["gbs"]),
            "--micro-batch", str(row["mb"]), "--virtual-stages", str(row["vs"]), "--recompute", "full",
-           "--attention", "materialized", "--tp-backward-overlap", "off", "--compute-profile", prof, "--format", "json"]
+           "--attention", "materialized", "--tp-backward-overlap", "off", "--overlap-grad-reduce", "off", "--compute-profile", prof, "--format", "json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out), " ".join(cmd[1:])
 

@@ -14,10 +14,10 @@ OUT=results/plan-sc21-175b
 PROFILE=results/megatron-sc21-table1/a100-fitted.json
 
 /usr/bin/time -v "$EXE" plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 \
-  --micro-batch 2 --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off --compute-profile "$PROFILE" --top 10 \
+  --micro-batch 2 --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off --overlap-grad-reduce off --compute-profile "$PROFILE" --top 10 \
   > "$OUT/sc21-145.6b-1536.txt" 2> "$OUT/sc21-145.6b-1536.time"
 "$EXE" plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 \
-  --micro-batch 2 --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off --compute-profile "$PROFILE" --top 10 \
+  --micro-batch 2 --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off --overlap-grad-reduce off --compute-profile "$PROFILE" --top 10 \
   --format json > "$OUT/sc21-145.6b-1536.json" 2> /dev/null
 
 /usr/bin/time -v "$EXE" plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 \

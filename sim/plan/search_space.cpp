@@ -117,6 +117,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_
                     par.precision = space.precision;
                     par.attention = space.attention;
                     par.tp_backward_overlap = space.tp_backward_overlap;
+                    par.overlap_grad_reduce = space.overlap_grad_reduce;
                     try {
                       workloads::validate(m, par, gpus, "plan");
                     } catch (const InputError& e) {

@@ -37,6 +37,7 @@ struct SearchSpace {
   workloads::Precision precision = workloads::Precision::bf16;
   workloads::AttentionKernel attention = workloads::AttentionKernel::flash;  // every candidate runs this kernel
   bool tp_backward_overlap = true;  // every candidate: ParallelConfig::tp_backward_overlap
+  bool overlap_grad_reduce = true;  // every candidate: ParallelConfig::overlap_grad_reduce
 };
 
 struct Candidate {

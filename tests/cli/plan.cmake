@@ -36,7 +36,7 @@ commstack_cli_error_test(NAME plan.bad_format
 # chose TP 8, PP 8: a "1,8,8," / "2,8,8," / "3,8,8," CSV line must be printed (top 3).
 commstack_cli_test(NAME plan.sc21_175b_tp8_pp8_in_top3
   ARGS plan --cluster dgx-a100 --nodes 192 --model megatron-145.6b --global-batch 2304 --seq 2048 --micro-batch 2
-       --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off
+       --recompute full --sequence-parallel off --cp 1 --zero 0 --attention materialized --tp-backward-overlap off --overlap-grad-reduce off
        --compute-profile results/megatron-sc21-table1/a100-fitted.json --top 3 --format csv
   MATCH "\n[123],8,8,")
 set_tests_properties(cli.plan.sc21_175b_tp8_pp8_in_top3 PROPERTIES LABELS slow TIMEOUT 1800)

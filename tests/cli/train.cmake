@@ -45,3 +45,12 @@ commstack_cli_error_test(NAME train.bad_attention
 commstack_cli_test(NAME train.materialized_attention
   ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --global-batch 8 --attention materialized --recompute full
   MATCH "recompute full attention materialized")
+commstack_cli_error_test(NAME train.bad_tp_backward_overlap
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --tp-backward-overlap maybe
+  MATCH "--tp-backward-overlap: unknown 'maybe'; expected on or off")
+commstack_cli_error_test(NAME train.bad_overlap_grad_reduce
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --overlap-grad-reduce 1
+  MATCH "--overlap-grad-reduce: unknown '1'; expected on or off")
+commstack_cli_test(NAME train.megatron_2021_overlaps_off
+  ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --global-batch 8 --tp-backward-overlap off --overlap-grad-reduce off
+  MATCH "tp-backward-overlap off overlap-grad-reduce off")
