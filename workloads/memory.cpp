@@ -36,10 +36,15 @@ double activation_bytes_per_layer(const ModelSpec& m, const ParallelConfig& par,
   double sharded = tokens * e * (2 * qw + 2 * kvw);
   const double mlp_tensors = m.mlp == MlpKind::gelu ? 2 : 3;  // GeLU in + fc2 in; gate, up, fc2 in
   if (!moe) sharded += tokens * e * mlp_tensors * static_cast<double>(m.ffn_hidden);
-  // Softmax output (kept for the backward), plus dropout mask and output when dropout is used:
-  // Korthikanti's 5as^2b. With CP each rank holds its sl queries against all s keys.
-  const double quadratic =
-      par.recompute == Recompute::selective ? 0 : b * static_cast<double>(m.heads) * sl * s * (e + mask * (1 + e));
+  // Materialized attention keeps the softmax output for the backward, plus the dropout mask and
+  // output when dropout is used: Korthikanti's 5as^2b (with CP each rank holds its sl queries
+  // against all s keys). A fused (flash) kernel keeps none of it, only the fp32 log-sum-exp per query
+  // row and head (the backward recomputes the scores blockwise), and selective recomputation drops it.
+  const double heads_rows = b * static_cast<double>(m.heads) * sl;
+  const double quadratic = par.recompute == Recompute::selective ? 0
+                           : par.attention == AttentionKernel::flash
+                               ? heads_rows * 4
+                               : heads_rows * s * (e + mask * (1 + e));
   double bytes = (sp ? replicated / t : replicated) + (sharded + quadratic) / t;
   if (moe) {
     // Each token (already split over TP ranks by SP) is copied to top_k routed + shared experts;

@@ -21,7 +21,7 @@ ParallelConfig cfg(const ModelSpec& m, const std::string& text, int gpus = -1) {
 constexpr double GiB = 1024.0 * 1024 * 1024;
 }  // namespace
 
-TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for GPT") {
+TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for GPT (materialized attention)") {
   for (const char* name : {"korthikanti-22b", "korthikanti-175b", "korthikanti-530b", "korthikanti-1t"}) {
     ModelSpec m = builtin_model(name);
     const double s = 2048, h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
@@ -31,9 +31,17 @@ TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for
         for (const char* rc : {"none", "selective", "full"}) {
           for (int b : {1, 4}) {
             ParallelConfig p = cfg(m, fmt::format(R"({{"tp":{},"sequence_parallel":{},"micro_batch":{},"global_batch":{},
-                                                     "recompute":"{}"}})", t, sp, b, b, rc));
+                                                     "recompute":"{}","attention":"materialized"}})", t, sp, b, b, rc));
             CHECK(activation_bytes_per_layer(m, p, 0) ==
                   doctest::Approx(korthikanti_activation_bytes(s, b, h, a, t, sp, p.recompute)).epsilon(1e-12));
+            // A fused (flash) kernel keeps no seq^2 tensor, only an fp32 log-sum-exp per query row and
+            // head: the selective-recompute closed form plus 4 b a s / t bytes (none), the same otherwise.
+            ParallelConfig f = p;
+            f.attention = AttentionKernel::flash;
+            const double lse = p.recompute == Recompute::none ? 4.0 * b * a * s / t : 0;
+            const Recompute kept = p.recompute == Recompute::none ? Recompute::selective : p.recompute;
+            CHECK(activation_bytes_per_layer(m, f, 0) ==
+                  doctest::Approx(korthikanti_activation_bytes(s, b, h, a, t, sp, kept) + lse).epsilon(1e-12));
           }
         }
       }
@@ -98,7 +106,7 @@ TEST_CASE("work: the published Megatron and Korthikanti configurations fit in 80
   ModelSpec big = builtin_model("korthikanti-530b");
   ParallelConfig ok = cfg(big, R"({"tp":8,"sequence_parallel":true,"pp":35,"micro_batch":1,"global_batch":280,"recompute":"selective"})", 280);
   CHECK_NOTHROW(check_fits(estimate_memory(big, ok), 80 * GiB, "A100-80GB"));
-  ParallelConfig bad = cfg(big, R"({"tp":8,"pp":35,"micro_batch":1,"global_batch":280,"recompute":"none"})", 280);
+  ParallelConfig bad = cfg(big, R"({"tp":8,"pp":35,"micro_batch":1,"global_batch":280,"recompute":"none","attention":"materialized"})", 280);
   CHECK_THROWS_WITH_AS(check_fits(estimate_memory(big, bad), 80 * GiB, "A100-80GB"),
                        doctest::Contains("memory: pipeline stage 0 needs"), InputError);
 }
