@@ -125,8 +125,9 @@ point kept (spikes included). Per run: `<id>.csv` (size, measured, predicted, er
 algorithm/protocol/channels, bus bandwidths) and `<id>.png` (measured vs predicted bus bandwidth).
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run. **Met by
-b200-a2a-2n8g-vultr and h100-ar-1n8g-issue290 only**: see docs/stack-model.md "What the data says
-about the model" for the table before/after this version's mechanisms and where the errors come from.
+b200-ag-1n8g-vultr, b200-a2a-2n8g-vultr and h100-ar-1n8g-issue290 only**: see docs/stack-model.md
+"What the data says about the model" for the table before/after this version's mechanisms and where
+the errors come from.
 
 MD
   cat "$tmp/summary"

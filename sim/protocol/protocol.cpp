@@ -53,4 +53,26 @@ double chunk_data_bytes(const ChunkInputs& in) {
   return static_cast<double>(chunk) * wire_efficiency(in.proto);
 }
 
+P2pSplit p2p_split(const P2pInputs& in) {
+  P2pSplit out;
+  const int ch_max = std::max(1, in.channels_per_peer);
+  int ch_min = ch_max;
+  while (ch_min * in.ranks > in.p2p_channels && ch_min > 1) ch_min /= 2;
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, in.chunk_bytes);
+  const std::uint64_t min_part = in.multi_node ? chunk / 2 : chunk / 8;
+  const std::uint64_t max_part = in.multi_node ? chunk : chunk * 32;
+  const std::uint64_t b = std::max<std::uint64_t>(1, in.peer_bytes);
+  auto div_up = [](std::uint64_t a, std::uint64_t d) { return (a + d - 1) / d; };
+  int ch = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(ch_min), div_up(b, min_part)));
+  ch = std::max(1, ch);
+  std::uint64_t part = std::max(min_part, div_up(b, static_cast<std::uint64_t>(ch)));
+  while (part > max_part && ch <= ch_max / 2) {
+    ch *= 2;
+    part = div_up(b, static_cast<std::uint64_t>(ch));
+  }
+  out.channels = ch;
+  out.steps = div_up(div_up(b, static_cast<std::uint64_t>(ch)), chunk);
+  return out;
+}
+
 }  // namespace commstack::sim::protocol

@@ -34,4 +34,25 @@ struct ChunkInputs {
 // chunks are one slot, of which wire_efficiency() is data.
 double chunk_data_bytes(const ChunkInputs& in);
 
+// How NCCL cuts the send to one peer (alltoall, sendrecv) over channels and FIFO steps
+// (src/enqueue.cc addP2pToPlan / scheduleP2pTasksToPlan, src/graph/paths.cc
+// ncclTopoComputeP2pChannels). The P2P chunk is NCCL_P2P_NVL_CHUNKSIZE (512 KiB) over NVLink,
+// NCCL_P2P_NET_CHUNKSIZE (128 KiB) across the network.
+struct P2pInputs {
+  std::uint64_t peer_bytes = 0;  // bytes sent to one peer
+  int ranks = 1;                 // ranks of the communicator
+  int p2p_channels = 1;          // comm->p2pnChannels (a power of two)
+  int channels_per_peer = 1;     // comm->p2pnChannelsPerPeer (a power of two)
+  bool multi_node = false;       // nNodes > 1: smaller parts
+  std::uint64_t chunk_bytes = 524288;
+};
+struct P2pSplit {
+  int channels = 1;         // channels the peer's bytes are striped over
+  std::uint64_t steps = 1;  // FIFO steps (chunks) of the largest part
+};
+// Parts per peer start at nChannelsMin (p2pnChannelsPerPeer halved until nChannelsMin x ranks
+// fits in p2pnChannels), no more than the bytes fill with parts of chunk/8 (chunk/2 across
+// nodes), and double while a part exceeds 32 chunks (1 chunk across nodes).
+P2pSplit p2p_split(const P2pInputs& in);
+
 }  // namespace commstack::sim::protocol

@@ -77,6 +77,11 @@ double net_overhead(const CommShape& s, const NcclEnv& env) {
 
 }  // namespace
 
+double ring_net_overhead_us(const CommShape& s, const NcclEnv& env, Proto proto) {
+  if (s.n_nodes <= 1) return 0;
+  return net_overhead(s, env) * (proto == Proto::simple ? 3 : 1);
+}
+
 TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion version) {
   check_shape(s);
   validate(env);

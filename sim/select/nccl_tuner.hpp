@@ -83,4 +83,9 @@ struct Selection {
 // algorithm/protocol is left (as NCCL does when NCCL_ALGO/NCCL_PROTO exclude everything).
 Selection select_algorithm(const TuneTables& tables, const CommShape& shape, Func func, std::uint64_t bytes, bool fp8 = false);
 
+// The least time (us) one intra-node step of a multi-node ring costs in NCCL's model: the network
+// overhead the proxy adds to every step of a ring that leaves the node (NCCL_NET_OVERHEAD, else
+// 1 us on Intel, 2 us on AMD hosts; x3 for Simple). 0 on one node.
+double ring_net_overhead_us(const CommShape& shape, const NcclEnv& env, Proto proto);
+
 }  // namespace commstack::select

@@ -194,6 +194,21 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
       c.proto = forced;
     }
     c.algorithm = "P2P";
+    if (geo_.nccl_nodes == 1 && c.proto == Proto::simple) {
+      // NCCL stripes each peer's bytes over a few channels in parts of NCCL_P2P_NVL_CHUNKSIZE
+      // steps. p2pnChannels is the communicator's channel count; per peer NCCL allows
+      // 2 x (NVLink bandwidth to the peer / one link's) channels, more than that through an
+      // NVSwitch, 2 over PCIe (src/graph/paths.cc ncclTopoGetNchannels).
+      protocol::P2pInputs pi;
+      pi.peer_bytes = static_cast<std::uint64_t>(per_peer);
+      pi.ranks = n;
+      pi.p2p_channels = shape_.n_channels;
+      pi.channels_per_peer = geo_.nvswitch ? shape_.n_channels : 2;
+      const protocol::P2pSplit split = protocol::p2p_split(pi);
+      const int peers = op == CollectiveOp::alltoall ? n : 1;
+      c.channels = std::min(shape_.n_channels, split.channels * peers);
+      c.p2p_steps = split.steps;
+    }
   }
   return c;
 }
@@ -319,7 +334,12 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     const double total_steps = steps.intra + steps.inter + steps.nvls;
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
-    b.algorithm_latency_s = (steps.intra * lat_param(profile, proto, false) + steps.inter * lat_param(profile, proto, true) +
+    // A ring that leaves the domain is paced by its network steps: NCCL's model lets none of its
+    // intra-domain steps cost less than the proxy's per-step network overhead (tuning.cc).
+    double intra_step_us = lat_param(profile, proto, false);
+    if (!p2p && algo == Algo::ring && op != CollectiveOp::broadcast && op != CollectiveOp::reduce)
+      intra_step_us = std::max(intra_step_us, select::ring_net_overhead_us(shape_, knobs_.env, proto));
+    b.algorithm_latency_s = (steps.intra * intra_step_us + steps.inter * lat_param(profile, proto, true) +
                              steps.nvls * profile[Param::nvls_latency_us] +
                              steps.posts * profile[Param::lat_net_ll_us]) *
                             1e-6;
@@ -327,6 +347,11 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     b.fabric_bandwidth_s = S_bus / line;
     b.transport_s = S_bus / transported - S_bus / line;
     b.protocol_s = (S_bus / capped - S_bus / transported) + extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
+    if (choice.p2p_steps > 0) {
+      // P2P Simple moves each chunk twice, sender into the FIFO slot and receiver out of it,
+      // pipelined over the FIFO steps: a part of s chunks takes s + 1 chunk times.
+      b.protocol_s += S_bus / capped / static_cast<double>(choice.p2p_steps);
+    }
     out.busbw_line_GBps = line / 1e9;
     out.busbw_achievable_GBps = capped / 1e9;
   } else {

@@ -83,6 +83,9 @@ public:
     select::Proto proto = select::Proto::simple;
     int channels = 1;
     bool p2p = false;
+    // P2P inside one NVLink domain: FIFO steps of each channel's part of a peer's bytes (NCCL's
+    // per-peer split, sim/protocol p2p_split); 0 when not modelled (LL, across the network).
+    std::uint64_t p2p_steps = 0;
   };
   Choice choose(CollectiveOp op, std::uint64_t bytes) const;
   Prediction evaluate(const Choice& choice, const Profile& profile) const;

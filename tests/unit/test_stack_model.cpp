@@ -191,3 +191,86 @@ TEST_CASE("stack: alltoall across nodes is bounded by one NIC and serialises the
   const auto one = Predictor(spec, 1, 8).predict(CollectiveOp::alltoall, 4ull << 30, prof);
   CHECK(one.busbw_line_GBps == doctest::Approx(450.0));
 }
+
+TEST_CASE("stack: NCCL's per-peer P2P split (addP2pToPlan)") {
+  // 8 ranks on 32 P2P channels, up to 32 per peer: nChannelsMin = 4 (4 x 8 fills the 32 channels).
+  sim::protocol::P2pInputs in;
+  in.ranks = 8;
+  in.p2p_channels = 32;
+  in.channels_per_peer = 32;
+  in.peer_bytes = 2u << 20;  // 4 parts of 512 KiB: one chunk each
+  auto s = sim::protocol::p2p_split(in);
+  CHECK(s.channels == 4);
+  CHECK(s.steps == 1);
+  in.peer_bytes = 128u << 10;  // parts of at least chunk / 8 = 64 KiB: 2 channels
+  s = sim::protocol::p2p_split(in);
+  CHECK(s.channels == 2);
+  CHECK(s.steps == 1);
+  in.peer_bytes = 128u << 20;  // 4 parts of 32 MiB > 32 chunks: doubled to 8 parts of 16 MiB
+  s = sim::protocol::p2p_split(in);
+  CHECK(s.channels == 8);
+  CHECK(s.steps == 32);
+  // sendrecv on 16 channels, 8 ranks: nChannelsMin = 2, doubled while a part exceeds 16 MiB and
+  // the count may still double (<= 16 / 2): 2 -> 4 -> 8 -> 16 for 1 GiB, parts of 64 MiB.
+  in.p2p_channels = 16;
+  in.channels_per_peer = 16;
+  in.peer_bytes = 1ull << 30;
+  s = sim::protocol::p2p_split(in);
+  CHECK(s.channels == 16);
+  CHECK(s.steps == 128);
+  // Across nodes parts are chunk / 2 .. chunk (128 KiB NET chunk): 1 MiB on 16 ranks, 32 channels.
+  in.ranks = 16;
+  in.p2p_channels = 32;
+  in.channels_per_peer = 2;
+  in.multi_node = true;
+  in.chunk_bytes = 131072;
+  in.peer_bytes = 1u << 20;
+  s = sim::protocol::p2p_split(in);
+  CHECK(s.channels == 2);
+  CHECK(s.steps == 4);
+}
+
+TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (two-copy pipeline)") {
+  // One HGX B200, alltoall of 16 MiB: 2 MiB per peer in 4 parts of one 512 KiB chunk, so the
+  // pipeline of sender and receiver copies takes 2 chunk times: the protocol layer adds the
+  // bandwidth time once more. No per-channel cap, no FIFO sync, to see the term alone.
+  const auto spec = topologies::load_cluster("hgx-b200");
+  Profile prof = sim::stack::prior_profile(100);
+  prof.at(Param::cap_simple_GBps) = 2000;
+  prof.at(Param::chunk_sync_us) = 0;
+  Predictor pr(spec, 1, 8);
+  const auto p = pr.predict(CollectiveOp::alltoall, 16ull << 20, prof);
+  CHECK(p.algorithm == "P2P");
+  CHECK(p.proto == Proto::simple);
+  CHECK(p.channels == 32);  // 4 channels per peer x 8 peers
+  const auto& b = p.breakdown;
+  CHECK(b.protocol_s == doctest::Approx(b.fabric_bandwidth_s + b.transport_s).epsilon(1e-9));
+  // 1 GiB: 128 MiB per peer in 8 parts of 32 chunks: 1/32 more.
+  const auto q = pr.predict(CollectiveOp::alltoall, 1ull << 30, prof);
+  CHECK(q.breakdown.protocol_s ==
+        doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
+}
+
+TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's network overhead") {
+  // 2 x 8 H100, Ring/LL forced, 8 B all-reduce: 2 (n-1) = 30 steps, 2 of them across the network.
+  // NCCL's model (tuning.cc) lets none of the 28 NVLink steps cost less than the proxy's per-step
+  // network overhead, 1 us on an Intel host (x3 for Simple); the LL NVLink prior is 0.6 us.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "ll";
+  const auto p = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(prof[Param::lat_nvlink_ll_us] < 1.0);
+  CHECK(p.breakdown.algorithm_latency_s ==
+        doctest::Approx((28 * 1.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
+  // NCCL_NET_OVERHEAD (ns) replaces the host default; one node has no network overhead.
+  knobs.env.net_overhead_ns = 2000;
+  const auto q = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(q.breakdown.algorithm_latency_s ==
+        doctest::Approx((28 * 2.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
+  const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(one.breakdown.algorithm_latency_s == doctest::Approx(14 * prof[Param::lat_nvlink_ll_us] * 1e-6));
+  // Simple: 3 us floor, below the 3.4 us Simple NVLink prior, so the prior stands.
+  CHECK(select::ring_net_overhead_us(Predictor(spec, 2, 8).shape(), {}, Proto::simple) == 3.0);
+}
