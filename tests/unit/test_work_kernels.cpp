@@ -115,3 +115,23 @@ TEST_CASE("work: materialized attention streams the seq^2 scores (13E forward, 1
                                       "par.json"),
                        doctest::Contains("$.attention"), InputError);
 }
+
+TEST_CASE("work: FP8 quantizes each GEMM's activation operand with a cast-transpose kernel (4 bytes per element)") {
+  const ModelSpec m = gpt(false);
+  const double T = 2 * 128, h = 256, f = 1024, t = 2, V = 1024;  // tokens per micro-batch, widths, TP, vocab
+  const OpGraph bf16 = generate_op_graph(m, cfg(m, R"({"tp":2,"micro_batch":2,"global_batch":2})"));
+  CHECK(named(bf16, "fp8_cast_transpose").empty());
+  const OpGraph g = generate_op_graph(m, cfg(m, R"({"tp":2,"micro_batch":2,"global_batch":2,"precision":"fp8"})"));
+  double bytes = 0;
+  for (const Op* op : named(g, "fp8_cast_transpose")) {
+    CHECK(op->cclass == ComputeClass::elementwise);
+    CHECK(op->flops == 0);
+    bytes += op->mem_bytes;
+  }
+  // Per layer, forward: X of qkv (T x h), attn_proj (T x h/t), fc1 (T x h), fc2 (T x f/t); backward:
+  // dY of qkv (T x 3h/t), attn_proj (T x h), fc1 (T x f/t), fc2 (T x h). Logits: X (T x h), dY (T x V/t).
+  const double per_layer = T * (h + h / t + h + f / t) + T * (3 * h / t + h + f / t + h);
+  CHECK(bytes == doctest::Approx(4 * (4 * per_layer + T * h + T * V / t)));
+  // No FLOPs added: the graph still sums to the model's hardware FLOPs.
+  CHECK(flops_of(g) == doctest::Approx(flops_of(bf16)).epsilon(1e-12));
+}

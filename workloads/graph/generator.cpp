@@ -91,11 +91,23 @@ private:
   }
 
   // GEMM (M x K) * (K x N): 2MKN FLOPs, operands and result read/written once.
+  // FP8 (Transformer Engine): the BF16 activation operand is quantized first by a fused cast-transpose
+  // kernel (reads 2 bytes, writes the FP8 copy and its transpose for the backward: 4 bytes per
+  // element): the input X (M x K) in the forward, the output gradient dY in the backward (M x N of
+  // a combined dX+dW op; a split dX op casts its own A operand, see column_parallel_backward). FP8
+  // weights are cast once per iteration (TE caches them across micro-batches): not counted.
   int gemm(const char* name, double M, double K, double N, double mult, Phase ph, int mb, std::int64_t layer, int chunk) {
+    if (p_.precision == Precision::fp8 && ph != Phase::backward) fp8_cast(M * K, ph, mb, layer, chunk);
+    if (p_.precision == Precision::fp8 && ph == Phase::backward && mult == 2) fp8_cast(M * N, ph, mb, layer, chunk);
     const double eb = p_.gemm_operand_bytes();
     return compute(name, ComputeClass::gemm, mult * 2 * M * K * N, mult * eb * (M * K + K * N + M * N), ph, mb, layer,
                    chunk);
   }
+
+  int fp8_cast(double elements, Phase ph, int mb, std::int64_t layer, int chunk) {
+    return compute("fp8_cast_transpose", ComputeClass::elementwise, 0, kFp8CastBytes * elements, ph, mb, layer, chunk);
+  }
+  static constexpr double kFp8CastBytes = 4;  // read bf16 (2), write fp8 and its fp8 transpose (1 + 1)
 
   // A memory-bound kernel (LayerNorm, fused bias-GeLU, bias-dropout-add, softmax): no tensor-core
   // work, its time is the HBM traffic (bytes read + written).
@@ -321,6 +333,7 @@ private:
     const Phase B = Phase::backward;
     if (t_ == 1 || !p_.tp_backward_overlap) {
       tp_gather(gather_name, B, mb, l, chunk);
+      if (p_.precision == Precision::fp8) fp8_cast(tokens_ * N, B, mb, l, chunk);  // dY
       gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
       gemm(dw_name, K, tokens_, N, 1, B, mb, l, chunk);
       tp_reduce(rs_name, ar_name, B, mb, l, chunk);
@@ -331,6 +344,7 @@ private:
     const int gather = sp_ ? collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, gather_name, B, mb,
                                         l, chunk, false, before)
                            : -1;
+    if (p_.precision == Precision::fp8) fp8_cast(tokens_ * N, B, mb, l, chunk);  // dY
     const int dx = gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
     const int reduce = sp_ ? collective(Stream::tp, Collective::reduce_scatter, tp_comm_, hidden_bytes_, rs_name, B, mb,
                                         l, chunk, false, {dx})
