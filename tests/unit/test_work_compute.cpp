@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <utility>
+
 #include "common/error.hpp"
 #include "workloads/compute/compute_model.hpp"
 
@@ -8,7 +11,7 @@ using namespace commstack;
 using namespace commstack::workloads;
 
 TEST_CASE("work: roofline compute time is FLOP-bound for big GEMMs and bandwidth-bound for elementwise ops") {
-  ComputeProfile h100 = builtin_compute_profile("h100-sxm5");
+  ComputeProfile h100 = builtin_compute_profile("h100-sxm5-datasheet");
   Op gemm;
   gemm.kind = OpKind::compute;
   gemm.cclass = ComputeClass::gemm;
@@ -54,7 +57,7 @@ TEST_CASE("work: HBM efficiency divides the memory side of the roofline only") {
   // At 100 FLOP/byte the same GEMM is bandwidth-bound (ridge point 0.5e15 / 0.8e12 = 625 FLOP/byte).
   gemm.flops = 1e11;
   CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(1e9 / 0.8e12));
-  CHECK(builtin_compute_profile("a100-80gb").eff_memory == 1);
+  CHECK(builtin_compute_profile("a100-80gb-datasheet").eff_memory == 1);
   CHECK_THROWS_WITH_AS(parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"p","peak_bf16_flops":1e15,
       "hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"memory":0}})"), "prof.json"),
                        doctest::Contains("prof.json: $.efficiency.memory"), InputError);
@@ -72,4 +75,27 @@ TEST_CASE("work: compute profile parser checks ranges, provenance and unknown fi
                        doctest::Contains("$.peak_bf16_flops"), InputError);
   CHECK_THROWS_WITH_AS(builtin_compute_profile("tpu"), doctest::Contains("known: a100-80gb"), InputError);
   CHECK(builtin_compute_profile("h200-sxm").memory_bytes == 141e9);
+}
+
+TEST_CASE("work: the calibrated built-in profiles are the ones the reproductions fitted, with the same peaks") {
+  for (const auto& [name, file] : {std::pair{"a100-80gb", "results/megatron-sc21-table1/a100-fitted.json"},
+                                   std::pair{"h100-sxm5", "results/nemo-24.07-h100/h100-fitted.json"}}) {
+    CAPTURE(name);
+    const ComputeProfile b = builtin_compute_profile(name);
+    const ComputeProfile f = load_compute_profile_file(std::string(COMMSTACK_SOURCE_DIR) + "/" + file);
+    CHECK(b.eff_gemm == f.eff_gemm);
+    CHECK(b.eff_attention == f.eff_attention);
+    CHECK(b.eff_memory == f.eff_memory);
+    CHECK(b.peak_bf16_flops == f.peak_bf16_flops);
+    CHECK(b.peak_fp8_flops == f.peak_fp8_flops);
+    CHECK(b.hbm_bytes_per_s == f.hbm_bytes_per_s);
+    CHECK(b.provenance.find(file) != std::string::npos);  // says where the numbers come from
+    const ComputeProfile d = builtin_compute_profile(std::string(name) + "-datasheet");
+    CHECK(d.eff_gemm == 1);
+    CHECK(d.eff_memory == 1);
+    CHECK(d.peak_bf16_flops == b.peak_bf16_flops);
+  }
+  // H200 is H100 compute with more and faster HBM: the H100 efficiencies, its own bandwidth.
+  CHECK(builtin_compute_profile("h200-sxm").eff_gemm == builtin_compute_profile("h100-sxm5").eff_gemm);
+  CHECK(builtin_compute_profile("h200-sxm").hbm_bytes_per_s == 4.8e12);
 }

@@ -33,8 +33,9 @@ struct ComputeProfile {
 
 ComputeProfile parse_compute_profile(const nlohmann::json& j, const std::string& where);
 ComputeProfile load_compute_profile_file(const std::string& path);
-// Built-in datasheet profiles (efficiency 1, i.e. uncalibrated): "a100-80gb", "h100-sxm5",
-// "h200-sxm", "b200".
+// Built-in profiles "a100-80gb", "h100-sxm5", "h200-sxm", "b200": datasheet peaks with the
+// efficiencies fitted on published training runs (A100: Megatron SC'21 Table 1; H100/H200: NeMo
+// 24.07; B200: none yet, efficiency 1); "<name>-datasheet": the same peaks at efficiency 1.
 ComputeProfile builtin_compute_profile(const std::string& name);
 std::vector<std::string> builtin_compute_profile_names();
 
