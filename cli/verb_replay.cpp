@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/replay/scale_pp.hpp"
 #include "sim/report/otf2_writer.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/compute/compute_model.hpp"
@@ -22,7 +23,7 @@ namespace commstack::cli {
 namespace {
 
 struct ReplayCliOptions {
-  std::string trace, cluster, nodes, scale_dp = "1", compute_profile, traced_gpu, iteration;
+  std::string trace, cluster, nodes, scale_dp = "1", scale_pp = "1", compute_profile, traced_gpu, iteration;
   std::string channels = "auto", fidelity = "auto", format = "text", trace_out;
   std::string otf2;
 };
@@ -71,7 +72,10 @@ void run(const ReplayCliOptions& o) {
 
   workloads::importers::LoadOptions lo;
   lo.iteration = o.iteration;
-  const auto trace = workloads::importers::load_trace(o.trace, lo);
+  const int scale_pp = static_cast<int>(parse_count(o.scale_pp, "--scale-pp", 1, 1 << 10));
+  auto trace = workloads::importers::load_trace(o.trace, lo);
+  std::string pp_rule;
+  if (scale_pp > 1) trace = sim::replay::scale_pipeline(trace, scale_pp, pp_rule);
 
   const long long needed = static_cast<long long>(std::max(trace.graph.world, 1)) * ro.scale_dp;
   std::optional<int> nodes;
@@ -93,7 +97,8 @@ void run(const ReplayCliOptions& o) {
   }
 
   sim::Simulator simulator(topo);
-  const auto result = sim::replay::replay(trace, simulator, ro);
+  auto result = sim::replay::replay(trace, simulator, ro);
+  if (!pp_rule.empty()) result.assumptions.insert(result.assumptions.begin(), pp_rule);
   const std::string cluster = fmt::format("{} x {} nodes ({} GPUs)", spec.name, topo.nodes, topo.gpu_count());
   if (o.format == "json") fmt::print("{}\n", sim::replay::to_json(trace, result, cluster).dump(2));
   else fmt::print("{}", sim::replay::format_text(trace, result, cluster));
@@ -119,6 +124,8 @@ void register_replay(CLI::App& app) {
   sub->add_option("--cluster", opts->cluster, "Cluster preset name or JSON file")->required();
   sub->add_option("--nodes", opts->nodes, "Number of nodes (default: enough for the replayed world)");
   sub->add_option("--scale-dp", opts->scale_dp, "Replicate the traced job K times as data parallel (docs/replay.md)");
+  sub->add_option("--scale-pp", opts->scale_pp,
+                  "Make the pipeline K times deeper: each traced stage becomes K stages (commstack OTF2 traces; docs/replay.md)");
   sub->add_option("--compute-profile", opts->compute_profile,
                   "Rescale measured GPU compute to this GPU (built-in profile or JSON file; default: keep as traced)");
   sub->add_option("--traced-gpu", opts->traced_gpu, "Compute profile of the traced GPU (default: from the trace's device)");

@@ -254,6 +254,12 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   for (std::size_t i = 0; i < t.intervals.size(); ++i) {
     if (!t.intervals[i].after.empty()) after_of[i] = str(fmt::format("{}", fmt::join(t.intervals[i].after, ",")));
   }
+  // Phases (attribute phase): with the micro-batch they place each op in its pipeline step, which
+  // `replay --scale-pp` needs to re-order a stage into the 1F1B order of a deeper pipeline.
+  std::vector<OTF2_StringRef> phase_of(t.intervals.size(), OTF2_UNDEFINED_STRING);
+  for (std::size_t i = 0; i < t.intervals.size(); ++i) {
+    if (!t.intervals[i].phase.empty()) phase_of[i] = str(t.intervals[i].phase);
+  }
 
   // The archive. Only the three OTF2 paths of an earlier archive are removed.
   namespace fs = std::filesystem;
@@ -284,6 +290,7 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   const OTF2_AttributeRef attr_layer = 1;
   const OTF2_AttributeRef attr_op = 2;
   const OTF2_AttributeRef attr_after = 3;
+  const OTF2_AttributeRef attr_phase = 4;
   OTF2_AttributeList* attrs = OTF2_AttributeList_New();
   struct AttrFree {
     OTF2_AttributeList* l;
@@ -317,6 +324,7 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
             if (iv.layer >= 0) OTF2_AttributeList_AddInt32(attrs, attr_layer, iv.layer);
             if (iv.op >= 0) OTF2_AttributeList_AddUint64(attrs, attr_op, static_cast<std::uint64_t>(iv.op));
             if (after_of[ev.index] != OTF2_UNDEFINED_STRING) OTF2_AttributeList_AddStringRef(attrs, attr_after, after_of[ev.index]);
+            if (phase_of[ev.index] != OTF2_UNDEFINED_STRING) OTF2_AttributeList_AddStringRef(attrs, attr_phase, phase_of[ev.index]);
             list = attrs;
           }
           check(OTF2_EvtWriter_Enter(w, list, ev.ts, region_of[ev.index]), dir, "writing an Enter event");
@@ -407,6 +415,8 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   const OTF2_StringRef s_op_desc = str("Id of the op in the simulated op graph");
   const OTF2_StringRef s_after = str("commstack_after");
   const OTF2_StringRef s_after_desc = str("Ids of the ops this op waited for (its dependencies), comma separated");
+  const OTF2_StringRef s_phase = str("phase");
+  const OTF2_StringRef s_phase_desc = str("Phase of the training op: forward, backward, recompute or optimizer");
 
   OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
   if (g == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating the global definition writer");
@@ -426,6 +436,8 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
         "writing an attribute");
   check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_op, s_op, s_op_desc, OTF2_TYPE_UINT64), dir, "writing an attribute");
   check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_after, s_after, s_after_desc, OTF2_TYPE_STRING), dir,
+        "writing an attribute");
+  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_phase, s_phase, s_phase_desc, OTF2_TYPE_STRING), dir,
         "writing an attribute");
   for (std::size_t r = 0; r < region_defs.size(); ++r) {
     const auto& d = region_defs[r];
@@ -564,6 +576,8 @@ Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& s
     iv.end_s = schedule.finish[i];
     iv.micro_batch = op.micro_batch;
     iv.layer = op.layer;
+    // Generated ops always have a phase; imported ones only when their trace said (micro-batch known).
+    if (op.lane < 0 || op.micro_batch >= 0) iv.phase = to_string(op.phase);
     iv.op = op.id;
     iv.after.assign(op.deps.begin(), op.deps.end());
     if (op.kind == workloads::OpKind::collective) {

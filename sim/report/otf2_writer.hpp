@@ -42,6 +42,7 @@ struct Otf2Interval {
   double end_s = 0;
   int micro_batch = -1;    // written as attributes when >= 0
   int layer = -1;
+  std::string phase = {};  // forward, backward, recompute, optimizer (attribute phase); "" not written
   // The op-graph op this region is (attribute commstack_op) and the ops it waited for
   // (attribute commstack_after, "id,id,..."), so that `replay` rebuilds the dependencies between
   // a rank's streams (a compute op waiting for a TP all-reduce); -1 / empty: not written.

@@ -53,3 +53,15 @@ add_test(NAME cli.replay.roundtrip_pp
   COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/replay_roundtrip.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR}
           rt-tp2-pp4-dp2 0.05 dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --dp 2 --micro-batch 1 --global-batch 16
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# Pipeline scale-out (--scale-pp): a PP2 trace replayed 2x deeper takes the time of the PP4 job with
+# twice the layers (same engine: tolerance 1e-6 relative; measured within 1e-8).
+add_test(NAME cli.replay.scale_pp_2x
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/replay_scale_pp.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR}
+          spp-tp2-pp2-dp2 1e-6 dgx-a100 workloads/models/megatron-1.7b.json 2 2 1 2 --tp 2 --dp 2 --micro-batch 1 --global-batch 16
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+commstack_cli_error_test(NAME replay.scale_pp_kineto
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-pp 2
+  MATCH "--scale-pp: the kineto trace does not give each op's micro-batch and phase")
+commstack_cli_error_test(NAME replay.scale_pp_zero
+  ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-pp 0
+  MATCH "--scale-pp: 0 is out of range")

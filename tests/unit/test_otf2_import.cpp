@@ -72,5 +72,12 @@ TEST_CASE("otf2 import: a simulated iteration written with --otf2 comes back wit
   }
   CHECK(!want.empty());
   CHECK(got == want);
+  // Every op's training step comes back (attributes micro_batch, layer, phase): what replay --scale-pp needs.
+  CHECK(t.steps_known);
+  using Step = std::tuple<int, workloads::OpKind, int, int, workloads::Phase>;
+  std::multiset<Step> want_steps, got_steps;
+  for (const auto& op : r.graph.ops) want_steps.insert({op.rank, op.kind, op.micro_batch, std::max(op.layer, -1), op.phase});
+  for (const auto& op : t.graph.ops) got_steps.insert({op.rank, op.kind, op.micro_batch, op.layer, op.phase});
+  CHECK(got_steps == want_steps);
   std::filesystem::remove_all(dir);
 }

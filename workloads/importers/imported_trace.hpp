@@ -34,6 +34,9 @@ struct ImportedTrace {
   double traced_s = 0;                        // the traced iteration time (max over ranks)
   std::vector<double> traced_start_s;         // per op id (see above); empty if unknown
   std::vector<std::string> warnings;          // things skipped or assumed, in plain words
+  // Every op carries its micro-batch (Op::micro_batch, -1 per-iteration), phase and layer
+  // (Op::layer, -1 none): commstack --otf2 archives. `replay --scale-pp` needs it.
+  bool steps_known = false;
 };
 
 }  // namespace commstack::workloads

@@ -25,6 +25,14 @@ std::optional<Collective> collective_of(const std::string& kind) {
   return std::nullopt;
 }
 
+std::optional<Phase> phase_of(const std::string& name) {
+  if (name == "forward") return Phase::forward;
+  if (name == "backward") return Phase::backward;
+  if (name == "recompute") return Phase::recompute;
+  if (name == "optimizer") return Phase::optimizer;
+  return std::nullopt;
+}
+
 // What happened inside one open region.
 struct Open {
   std::uint32_t region = 0;
@@ -103,7 +111,7 @@ ImportedTrace import_otf2(const std::string& path) {
   std::map<std::uint64_t, int> last_op;             // per location: previous op (lane order)
   std::map<std::tuple<int, int, std::uint32_t, std::uint32_t>, std::int64_t> sent_count, recv_count;
   std::map<int, std::pair<double, double>> span;  // per rank: first and last op time
-  long long unpaired = 0, kept = 0, ops = 0;
+  long long unpaired = 0, kept = 0, ops = 0, annotated = 0;
   // commstack --otf2 archives: op id -> (rank, local op), and the ops with dependencies to add.
   std::map<std::int64_t, std::pair<int, int>> written_op;
   struct After {
@@ -189,6 +197,10 @@ ImportedTrace import_otf2(const std::string& path) {
                : rb.host(name, start, dur, lane, deps.empty() ? -1 : deps.front());
     }
     last_op[e.location] = id;
+    if (const auto ph = o.event != nullptr ? phase_of(o.event->phase) : std::nullopt) {
+      rb.annotate(id, o.event->micro_batch, o.event->layer, *ph);
+      ++annotated;
+    }
     if (o.event != nullptr && o.event->op >= 0) {
       written_op[o.event->op] = {rank, id};
       if (!o.event->after.empty()) after.push_back({rank, id, &o.event->after});
@@ -230,6 +242,7 @@ ImportedTrace import_otf2(const std::string& path) {
   }
   t.warnings.push_back("OTF2 has no iteration markers: the whole trace is replayed as one iteration");
   t.graph = builder.finish(t.traced_start_s, t.warnings);
+  t.steps_known = annotated == ops;
   for (const auto& [rank, s] : span) {
     t.traced_iteration_s[rank] = s.second - s.first;
     t.traced_s = std::max(t.traced_s, s.second - s.first);

@@ -253,6 +253,12 @@ void read_commstack_attributes(const ReadState& s, OTF2_AttributeList* attrs, Ot
       e.op = static_cast<std::int64_t>(value.uint64);
     } else if (name->second == "commstack_after" && type == OTF2_TYPE_STRING) {
       e.after = s.str(value.stringRef);
+    } else if (name->second == "micro_batch" && type == OTF2_TYPE_INT32 && value.int32 >= 0) {
+      e.micro_batch = value.int32;
+    } else if (name->second == "layer" && type == OTF2_TYPE_INT32 && value.int32 >= 0) {
+      e.layer = value.int32;
+    } else if (name->second == "phase" && type == OTF2_TYPE_STRING) {
+      e.phase = s.str(value.stringRef);
     }
   }
 }

@@ -57,6 +57,11 @@ struct Otf2Event {
   // to), and on enter the ids it waited for (commstack_after, "id,id,...").
   std::int64_t op = -1;
   std::string after;
+  // commstack archives, on enter: the op's micro-batch and layer (-1 absent) and its phase
+  // (forward, backward, recompute, optimizer; "" absent), attributes micro_batch, layer, phase.
+  int micro_batch = -1;
+  int layer = -1;
+  std::string phase;
 };
 
 struct Otf2Archive {

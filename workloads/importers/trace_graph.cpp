@@ -102,6 +102,13 @@ void RankBuilder::add_dep(int op, int dep) {
   if (op != dep && std::find(d.begin(), d.end(), dep) == d.end()) d.push_back(dep);
 }
 
+void RankBuilder::annotate(int op, int micro_batch, int layer, Phase phase) {
+  Op& o = ops_[static_cast<std::size_t>(op)].op;
+  o.micro_batch = micro_batch;
+  o.layer = layer;
+  o.phase = phase;
+}
+
 OpGraph TraceGraphBuilder::finish(std::vector<double>& traced_start_s, std::vector<std::string>& warnings) {
   OpGraph g;
   g.world = world_;

@@ -31,6 +31,8 @@ public:
   // `call` on its thread now follows the wait.
   int insert_wait(int call, const std::vector<int>& deps, double dur_s, double start_s);
   void add_dep(int op, int dep);
+  // The training step an op belongs to, when the trace says (commstack --otf2 archives).
+  void annotate(int op, int micro_batch, int layer, Phase phase);
   std::size_t size() const { return ops_.size(); }
 
 private:
