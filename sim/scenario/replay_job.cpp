@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,7 @@
 #include "common/error.hpp"
 #include "sim/scenario/job.hpp"
 #include "workloads/compute/gpu_profile.hpp"
+#include "sim/replay/scale_pp.hpp"
 #include "workloads/importers/load_trace.hpp"
 
 namespace commstack::sim::scenario {
@@ -45,7 +47,7 @@ workloads::ComputeProfile profile_from(const json& v, const JsonPlace& at) {
 }  // namespace
 
 const std::vector<std::string>& replay_fields() {
-  static const std::vector<std::string> f = {"trace", "iteration", "scale_dp", "traced_gpu"};
+  static const std::vector<std::string> f = {"trace", "iteration", "scale_dp", "traced_gpu", "scale_pp"};
   return f;
 }
 
@@ -112,6 +114,7 @@ json complete_replay(const json& v, const JsonPlace& at, const std::string& base
     }
   }
   out["traced_gpu"] = traced_gpu;
+  out["scale_pp"] = scale_field(v.value("scale_pp", json(1)), at.at("scale_pp"));
   return out;
 }
 
@@ -137,6 +140,21 @@ std::shared_ptr<const ReplaySetup> prepare_replay(const json& job, const JsonPla
     }
   }
   r->trace = cached;
+  // Pipeline scale-out (sim/replay/scale_pp.hpp): the deeper trace, built once per (trace, depth).
+  const int scale_pp = rj.at("scale_pp").get<int>();
+  if (scale_pp > 1) {
+    static std::map<std::tuple<std::string, std::string, int>, std::shared_ptr<const workloads::ImportedTrace>> deeper;
+    auto& d = deeper[{r->trace_path, lo.iteration, scale_pp}];
+    if (!d) {
+      std::string rule;
+      try {
+        d = std::make_shared<const workloads::ImportedTrace>(replay::scale_pipeline(*cached, scale_pp, rule));
+      } catch (const InputError& e) {
+        fail(rat.at("scale_pp"), e.what());
+      }
+    }
+    r->trace = d;
+  }
   r->options.scale_dp = rj.at("scale_dp").get<int>();
   if (target) {
     r->options.target_gpu = *target;
@@ -163,7 +181,8 @@ std::shared_ptr<const ReplaySetup> prepare_replay(const json& job, const JsonPla
   if (comm.at("channels").is_number_integer()) r->options.comm.channels = comm.at("channels").get<int>();
   r->options.comm.fidelity = fidelity_from_string(comm.at("fidelity").get<std::string>());
   r->label_config = fmt::format(
-      "replay of {} ({}), scale-dp {}, compute {}", r->trace_path, r->trace->format, r->options.scale_dp,
+      "replay of {} ({}), scale-dp {}{}, compute {}", r->trace_path, r->trace->format, r->options.scale_dp,
+      scale_pp > 1 ? fmt::format(", scale-pp {}", scale_pp) : std::string(),
       target ? fmt::format("rescaled {} -> {}", r->options.traced_gpu->name, target->name)
              : std::string("as traced"));
   return r;

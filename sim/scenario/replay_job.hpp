@@ -3,7 +3,7 @@
 // trace (sim/replay/replay.hpp) on a cluster instead of simulating a generated training job.
 //
 //   {"cluster": "dgx-a100", "nodes": "auto",
-//    "replay": {"trace": "run1/", "iteration": "last", "scale_dp": 1, "traced_gpu": "auto"},
+//    "replay": {"trace": "run1/", "iteration": "last", "scale_dp": 1, "traced_gpu": "auto", "scale_pp": 1},
 //    "compute_profile": "traced", "comm": {"channels": "auto", "fidelity": "auto"}}
 //
 // The trace path is taken relative to the folder of the scenario file (a scenario ships next to
@@ -51,7 +51,7 @@ struct ReplaySetup {
 std::shared_ptr<const ReplaySetup> prepare_replay(const nlohmann::json& job, const JsonPlace& at,
                                                   const std::optional<workloads::ComputeProfile>& target);
 
-// The GPUs the replay occupies: the traced world x scale_dp.
+// The GPUs the replay occupies: the traced world (x scale_pp when deepened) x scale_dp.
 int replay_world(const ReplaySetup& r);
 
 }  // namespace commstack::sim::scenario

@@ -4,9 +4,16 @@
 // are refused with their JSON path.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "common/error.hpp"
+#include "sim/report/otf2_writer.hpp"
+#include "test_train_helpers.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/whatif.hpp"
 #include "sim/scenario/whatif_report.hpp"
@@ -55,6 +62,7 @@ TEST_CASE(
   CHECK(job.at("replay").at("scale_dp") == 8);
   CHECK(job.at("replay").at("iteration") == "last");
   CHECK(job.at("replay").at("traced_gpu") == "auto");
+  CHECK(job.at("replay").at("scale_pp") == 1);
   CHECK(job.at("nodes") == "auto");
   CHECK(job.at("compute_profile") == "traced");
   CHECK(!job.contains("model"));
@@ -161,10 +169,47 @@ TEST_CASE("whatif replay: bad replay jobs are refused with the JSON path") {
   json t2 = training;
   t2["compute_profile"] = "traced";
   CHECK(error_of(doc(t2)).find("$.baseline.compute_profile: 'traced' is neither") != std::string::npos);
+  // Pipeline scale-out needs each op's micro-batch and phase, which a Kineto trace does not give.
+  b = baseline();
+  b["replay"]["scale_pp"] = 2;
+  CHECK(error_of(doc(b)).find("s.json: $.baseline.replay.scale_pp: --scale-pp: the kineto trace does not give each op's "
+                              "micro-batch and phase") == 0);
   b = baseline();
   b["replay"]["trace"] = "nccl-log-203";
   b["replay"]["scale_dp"] = 1;
   b["compute_profile"] = "auto";
   CHECK(error_of(doc(b)).find("$.baseline.replay.traced_gpu: \"auto\": the trace names no GPU") !=
         std::string::npos);
+}
+
+TEST_CASE("whatif replay: a scale_pp 2 variant of a PP2 train --otf2 archive takes the time of PP4 with twice the layers") {
+  // Megatron-1.7B TP2 DP2 with `pp` stages and `layers` layers, every rank simulated.
+  const auto job = [](int pp, int layers) {
+    auto s = train_test::setup("megatron-1.7b", 2, pp, 2, 4 * pp, 1, 8);
+    s.model.layers = layers;
+    workloads::validate(s.model, s.par, 4 * pp, "test");
+    s.fold = false;
+    return s;
+  };
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("commstack-whatif-scale-pp-{}", getpid());
+  REQUIRE(train_test::in_child([&] {
+            const auto one = topologies::build_topology(topologies::load_cluster("dgx-a100"), 1);
+            sim::Simulator simulator(one);
+            sim::write_otf2(sim::otf2_timeline(sim::train::simulate_training(simulator, job(2, 24)), one, "pp2"),
+                            dir.string());
+            return std::string("ok");
+          }) == "ok");
+  const double deep_s = std::stod(train_test::in_child([&] {
+    const auto two = topologies::build_topology(topologies::load_cluster("dgx-a100"), 2);
+    sim::Simulator simulator(two);
+    return fmt::format("{:.17g}", sim::train::simulate_training(simulator, job(4, 48)).iteration_s);
+  }));
+  const json doc = {{"name", "t"},
+                    {"baseline", {{"cluster", "dgx-a100"}, {"replay", {{"trace", dir.string()}}}}},
+                    {"variants", json::array({variant("2x deeper", R"({"replay": {"scale_pp": 2}})")})}};
+  const auto w = sc::run_whatif(sc::parse_scenario(doc, "t.json", ""), 1);
+  std::filesystem::remove_all(dir);
+  REQUIRE(w.rows.size() == 2);
+  CHECK(w.rows[1].iteration_s == doctest::Approx(deep_s).epsilon(1e-6));
+  CHECK(w.rows[1].iteration_s > w.rows[0].iteration_s);  // twice the layers, 3 bubbles instead of 1
 }
