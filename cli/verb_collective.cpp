@@ -1,6 +1,5 @@
 // `commstack collective`: predict an nccl-tests sweep (all_reduce_perf & co.) of one collective
 // over every GPU of a cluster, with the SimGrid engine and the ring-family algorithms of sim/.
-#include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -9,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
@@ -45,18 +45,6 @@ struct CollectiveOptions {
   std::string algo, proto, min_channels, max_channels, nvls, buffsize;
   bool breakdown = false;
 };
-
-// A whole number in [lo, hi] from a flag's text; InputError names the flag otherwise.
-long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
-  long long v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || ptr != end) {
-    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
-  }
-  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
-  return v;
-}
 
 // Default channels: one ring per NIC of a node, so that a multi-node ring uses every NIC (rail);
 // 1 when the topology has no NIC (one node with NVSwitch needs one ring to fill every GPU port).

@@ -4,7 +4,6 @@
 // bound per configuration decides which ones need the full simulation.
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <chrono>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/compute_profile_option.hpp"
+#include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -37,17 +37,6 @@ struct PlanCliOptions {
   std::string top = "10", format = "text";
   bool progress = false;
 };
-
-long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
-  long long v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
-  }
-  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
-  return v;
-}
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
@@ -106,12 +95,8 @@ void run(const PlanCliOptions& o) {
   if (o.attention == "flash") s.attention = workloads::AttentionKernel::flash;
   else if (o.attention == "materialized") s.attention = workloads::AttentionKernel::materialized;
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
-  if (o.tp_backward_overlap == "on") s.tp_backward_overlap = true;
-  else if (o.tp_backward_overlap == "off") s.tp_backward_overlap = false;
-  else throw InputError(fmt::format("--tp-backward-overlap: unknown '{}'; expected on or off", o.tp_backward_overlap));
-  if (o.overlap_grad_reduce == "on") s.overlap_grad_reduce = true;
-  else if (o.overlap_grad_reduce == "off") s.overlap_grad_reduce = false;
-  else throw InputError(fmt::format("--overlap-grad-reduce: unknown '{}'; expected on or off", o.overlap_grad_reduce));
+  s.tp_backward_overlap = parse_on_off(o.tp_backward_overlap, "--tp-backward-overlap");
+  s.overlap_grad_reduce = parse_on_off(o.overlap_grad_reduce, "--overlap-grad-reduce");
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));

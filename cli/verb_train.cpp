@@ -1,7 +1,6 @@
 // `commstack train`: one simulated LLM training iteration on a cluster (docs/training.md): op
 // graph from workloads/, compute from the roofline compute model, communication from the SimGrid
 // engine on the cluster's topology, reported as time, throughput, MFU, memory and a breakdown.
-#include <charconv>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/compute_profile_option.hpp"
+#include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -37,17 +37,6 @@ struct TrainOptions {
   bool no_fold = false;
 };
 
-long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
-  long long v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
-  }
-  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
-  return v;
-}
-
 void run(const TrainOptions& o) {
   auto model = workloads::resolve_model(o.model);
   workloads::ParallelConfig par;
@@ -71,12 +60,8 @@ void run(const TrainOptions& o) {
   if (o.attention == "flash") par.attention = workloads::AttentionKernel::flash;
   else if (o.attention == "materialized") par.attention = workloads::AttentionKernel::materialized;
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
-  if (o.tp_backward_overlap == "on") par.tp_backward_overlap = true;
-  else if (o.tp_backward_overlap == "off") par.tp_backward_overlap = false;
-  else throw InputError(fmt::format("--tp-backward-overlap: unknown '{}'; expected on or off", o.tp_backward_overlap));
-  if (o.overlap_grad_reduce == "on") par.overlap_grad_reduce = true;
-  else if (o.overlap_grad_reduce == "off") par.overlap_grad_reduce = false;
-  else throw InputError(fmt::format("--overlap-grad-reduce: unknown '{}'; expected on or off", o.overlap_grad_reduce));
+  par.tp_backward_overlap = parse_on_off(o.tp_backward_overlap, "--tp-backward-overlap");
+  par.overlap_grad_reduce = parse_on_off(o.overlap_grad_reduce, "--overlap-grad-reduce");
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
   par.sequence_parallel = o.sequence_parallel;

@@ -1,0 +1,29 @@
+#include "cli/option_values.hpp"
+
+#include <charconv>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace commstack::cli {
+
+long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
+  }
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
+  return v;
+}
+
+bool parse_on_off(const std::string& text, const std::string& flag) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  throw InputError(fmt::format("{}: unknown '{}'; expected on or off", flag, text));
+}
+
+}  // namespace commstack::cli

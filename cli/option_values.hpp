@@ -1,0 +1,14 @@
+#pragma once
+// Values of command-line flags that CLI11 takes as text so that a bad value gets one plain error
+// naming the flag (CLI11's own conversion messages do not say what was expected).
+#include <string>
+
+namespace commstack::cli {
+
+// A whole number in [lo, hi]; InputError "FLAG: 'x' is not a whole number; expected ..." otherwise.
+long long parse_int(const std::string& text, const std::string& flag, long long lo, long long hi);
+
+// "on" -> true, "off" -> false; InputError "FLAG: unknown 'x'; expected on or off" otherwise.
+bool parse_on_off(const std::string& text, const std::string& flag);
+
+}  // namespace commstack::cli
