@@ -511,6 +511,8 @@ Otf2Collective from_workloads(workloads::Collective c) {
     case workloads::Collective::all_gather: return Otf2Collective::all_gather;
     case workloads::Collective::reduce_scatter: return Otf2Collective::reduce_scatter;
     case workloads::Collective::all_to_all: return Otf2Collective::all_to_all;
+    case workloads::Collective::broadcast: return Otf2Collective::broadcast;
+    case workloads::Collective::reduce: return Otf2Collective::reduce;
     case workloads::Collective::none: break;
   }
   return Otf2Collective::none;
@@ -584,7 +586,13 @@ Otf2Timeline otf2_timeline(const workloads::OpGraph& g, const train::Schedule& s
       iv.collective = from_workloads(op.collective);
       iv.comm = op.communicator + 1;
       const std::size_t n = g.communicators[static_cast<std::size_t>(op.communicator)].ranks.size();
-      std::tie(iv.bytes_sent, iv.bytes_received) = sent_received(iv.collective, op.bytes, n, false);
+      bool is_root = false;
+      if (op.collective == workloads::Collective::broadcast || op.collective == workloads::Collective::reduce) {
+        // The op graph's root of a broadcast / reduce is its group's first rank (op_graph.hpp).
+        iv.root = g.communicators[static_cast<std::size_t>(op.communicator)].ranks.front();
+        is_root = op.rank == iv.root;
+      }
+      std::tie(iv.bytes_sent, iv.bytes_received) = sent_received(iv.collective, op.bytes, n, is_root);
     } else if (op.kind == workloads::OpKind::send || op.kind == workloads::OpKind::recv) {
       // A peer that was not generated (folded graphs) has no location: the region stays, the message is left out.
       if (std::binary_search(present.begin(), present.end(), op.peer)) {

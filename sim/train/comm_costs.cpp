@@ -13,6 +13,9 @@ CollectiveOp to_sim_op(workloads::Collective c) {
     case workloads::Collective::all_gather: return CollectiveOp::allgather;
     case workloads::Collective::reduce_scatter: return CollectiveOp::reducescatter;
     case workloads::Collective::all_to_all: return CollectiveOp::alltoall;
+    // Root: the group's first rank (CollectiveSpec::root 0); the op graph does not carry one.
+    case workloads::Collective::broadcast: return CollectiveOp::broadcast;
+    case workloads::Collective::reduce: return CollectiveOp::reduce;
     case workloads::Collective::none: break;
   }
   throw std::logic_error("CommCosts: op without a collective type");

@@ -5,7 +5,7 @@ commstack_cli_test(NAME replay.kineto_text
   MATCH "iteration +traced +224\\.936 ms +replayed +2[12][0-9]\\.[0-9]+ ms.*GPU compute")
 commstack_cli_test(NAME replay.kineto_json
   ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu/rank-0.json.gz --cluster dgx-a100 --format json
-  MATCH "\"traced_s\": 0\\.224936.*\"resimulated_comm_ops\": 5")
+  MATCH "\"traced_s\": 0\\.224936.*\"resimulated_comm_ops\": 7")
 commstack_cli_test(NAME replay.trace_out
   ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --trace-out ${CMAKE_CURRENT_BINARY_DIR}/replay-trace.json
   MATCH "replayed")

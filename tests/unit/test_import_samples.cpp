@@ -28,20 +28,22 @@ TEST_CASE("import kineto: HTA 2-rank A100 trace, last ProfilerStep, NCCL collect
   REQUIRE(t.graph.ranks == std::vector<int>{0});
   // ProfilerStep#6 lasts 224936.243 us; its GPU work ends inside it.
   CHECK(t.traced_s == doctest::Approx(0.224936243).epsilon(1e-6));
-  int allreduce = 0;
+  int allreduce = 0, broadcast = 0;
   bool seen_26mb = false;
   for (const Op& op : t.graph.ops) {
     if (op.kind != OpKind::collective) continue;
-    ++allreduce;
-    CHECK(op.collective == Collective::all_reduce);
+    if (op.collective == Collective::broadcast) ++broadcast;
+    else ++allreduce;
+    CHECK((op.collective == Collective::all_reduce || op.collective == Collective::broadcast));
     const auto& c = t.graph.communicators[static_cast<std::size_t>(op.communicator)];
     CHECK(c.imported);
     CHECK(c.ranks == std::vector<int>{0, 1});  // "Process Group Ranks": "[0, 1]"
     seen_26mb = seen_26mb || op.bytes == 6637568ULL * 4;  // In msg nelems 6637568, dtype Float
   }
   CHECK(allreduce == 5);  // step 6 issues 5 all-reduces and 2 broadcasts
+  CHECK(broadcast == 2);
   CHECK(seen_26mb);
-  CHECK(has_warning(t, "collective 'broadcast' not modelled"));
+  CHECK(!has_warning(t, "collective 'broadcast' not modelled"));
   check_graph(t.graph);
   REQUIRE(t.traced_start_s.size() == t.graph.ops.size());
 }

@@ -26,6 +26,8 @@ std::string to_string(Collective c) {
     case Collective::all_gather: return "all_gather";
     case Collective::reduce_scatter: return "reduce_scatter";
     case Collective::all_to_all: return "all_to_all";
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
   }
   return "?";
 }

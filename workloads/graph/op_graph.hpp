@@ -8,7 +8,8 @@
 //
 // Collective sizes follow the nccl-tests "size" convention: all_reduce = buffer bytes,
 // all_gather = bytes of the gathered output, reduce_scatter = bytes of the full input,
-// all_to_all = bytes each rank sends in total (its share to itself included).
+// all_to_all = bytes each rank sends in total (its share to itself included), broadcast and
+// reduce = the buffer (root: the group's first rank; imported traces only).
 //
 // Imported traces (workloads/importers/, docs/trace-formats.md) build the same graph: their ops
 // carry the traced duration (Op::measured_s), the traced CUDA stream or CPU thread (Op::lane,
@@ -29,7 +30,7 @@
 namespace commstack::workloads {
 
 enum class OpKind { compute, collective, send, recv };
-enum class Collective { none, all_reduce, all_gather, reduce_scatter, all_to_all };
+enum class Collective { none, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce };
 enum class Stream { compute, tp, cp, ep, dp, pp };
 enum class Phase { forward, backward, recompute, optimizer };
 // What kind of kernel a compute op is, for the compute-time model's efficiency table.

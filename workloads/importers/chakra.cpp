@@ -24,10 +24,12 @@ enum NodeType { kComp = 4, kSend = 5, kRecv = 6, kColl = 7 };
 std::optional<Collective> collective_of(std::int64_t comm_type) {
   switch (comm_type) {
     case 0: return Collective::all_reduce;
+    case 1: return Collective::reduce;
     case 2: return Collective::all_gather;
+    case 5: return Collective::broadcast;
     case 6: return Collective::all_to_all;
     case 7: return Collective::reduce_scatter;
-    default: return std::nullopt;  // reduce, gather, scatter, broadcast, barrier...: not modelled
+    default: return std::nullopt;  // gather, scatter, barrier...: not modelled
   }
 }
 

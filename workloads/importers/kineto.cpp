@@ -188,6 +188,8 @@ CommClass classify(const std::string& name_in, Collective& c) {
   else if (has("allgather") || has("all_gather")) c = Collective::all_gather;
   else if (has("reducescatter") || has("reduce_scatter")) c = Collective::reduce_scatter;
   else if (has("alltoall") || has("all_to_all")) c = Collective::all_to_all;
+  else if (has("broadcast")) c = Collective::broadcast;
+  else if (n == "reduce" || n == "_reduce_oop") c = Collective::reduce;
   else if (has("send") || has("recv")) return CommClass::p2p;
   else return CommClass::other;
   return CommClass::collective;

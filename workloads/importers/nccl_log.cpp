@@ -178,6 +178,8 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
     else if (l.op == "AllGather") c = Collective::all_gather, mult = static_cast<std::uint64_t>(n);
     else if (l.op == "ReduceScatter") c = Collective::reduce_scatter, mult = static_cast<std::uint64_t>(n);
     else if (l.op == "AllToAll") c = Collective::all_to_all;
+    else if (l.op == "Broadcast") c = Collective::broadcast;
+    else if (l.op == "Reduce") c = Collective::reduce;
     if (elem && c && n > 1) {
       id = rb.collective(name, 0, 0, 0, deps, *c, l.count * static_cast<std::uint64_t>(*elem) * mult,
                          fmt::format("comm {}x{}", n, k), members, l.op_count);

@@ -22,6 +22,8 @@ std::optional<Collective> collective_of(const std::string& kind) {
   if (kind == "all_gather") return Collective::all_gather;
   if (kind == "reduce_scatter") return Collective::reduce_scatter;
   if (kind == "all_to_all") return Collective::all_to_all;
+  if (kind == "broadcast") return Collective::broadcast;
+  if (kind == "reduce") return Collective::reduce;
   return std::nullopt;
 }
 
@@ -165,7 +167,11 @@ ImportedTrace import_otf2(const std::string& path) {
       if (kind) {
         // Back to op_graph.hpp's nccl-tests size: all_gather's is the gathered output (received),
         // the others' the send buffer.
-        const std::uint64_t bytes = *kind == Collective::all_gather ? c.bytes_received : c.bytes;
+        // Broadcast / reduce: the buffer, which the root only sends (broadcast) or only receives (reduce).
+        const bool rooted = *kind == Collective::broadcast || *kind == Collective::reduce;
+        const std::uint64_t bytes = *kind == Collective::all_gather ? c.bytes_received
+                                    : rooted                        ? std::max(c.bytes, c.bytes_received)
+                                                                    : c.bytes;
         const auto it = a.comms.find(c.comm);
         const std::string label = it == a.comms.end() ? fmt::format("comm {}", c.comm) : it->second.name;
         auto members = comm_ranks(c.comm);
