@@ -2,13 +2,13 @@
 // NCCL_DEBUG=INFO log) on a cluster: measured compute and CPU time are kept, communication is
 // re-simulated on the cluster's topology, and the replayed iteration time is printed next to the
 // traced one (docs/replay.md, docs/trace-formats.md).
-#include <charconv>
 #include <fstream>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -27,17 +27,6 @@ struct ReplayCliOptions {
   std::string channels = "auto", fidelity = "auto", format = "text", trace_out;
   std::string otf2;
 };
-
-long long parse_count(const std::string& text, const std::string& flag, long long lo, long long hi) {
-  long long v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    throw InputError(fmt::format("{}: '{}' is not a whole number; expected an integer from {} to {}", flag, text, lo, hi));
-  }
-  if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range; expected {} to {}", flag, v, lo, hi));
-  return v;
-}
 
 workloads::ComputeProfile profile_named(const std::string& flag, const std::string& value) {
   for (const auto& n : workloads::builtin_compute_profile_names()) {
@@ -65,21 +54,21 @@ void run(const ReplayCliOptions& o) {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text or json", o.format));
   }
   sim::replay::ReplayOptions ro;
-  ro.scale_dp = static_cast<int>(parse_count(o.scale_dp, "--scale-dp", 1, 1 << 16));
-  if (o.channels != "auto") ro.comm.channels = static_cast<int>(parse_count(o.channels, "--channels", 1, 64));
+  ro.scale_dp = static_cast<int>(parse_int(o.scale_dp, "--scale-dp", 1, 1 << 16));
+  if (o.channels != "auto") ro.comm.channels = static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
   ro.comm.fidelity = sim::fidelity_from_string(o.fidelity);
   const auto spec = topologies::load_cluster(o.cluster);
 
   workloads::importers::LoadOptions lo;
   lo.iteration = o.iteration;
-  const int scale_pp = static_cast<int>(parse_count(o.scale_pp, "--scale-pp", 1, 1 << 10));
+  const int scale_pp = static_cast<int>(parse_int(o.scale_pp, "--scale-pp", 1, 1 << 10));
   auto trace = workloads::importers::load_trace(o.trace, lo);
   std::string pp_rule;
   if (scale_pp > 1) trace = sim::replay::scale_pipeline(trace, scale_pp, pp_rule);
 
   const long long needed = static_cast<long long>(std::max(trace.graph.world, 1)) * ro.scale_dp;
   std::optional<int> nodes;
-  if (!o.nodes.empty()) nodes = static_cast<int>(parse_count(o.nodes, "--nodes", 1, 1 << 20));
+  if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
   else nodes = static_cast<int>(std::max<long long>(1, (needed + spec.node.gpus - 1) / spec.node.gpus));
   const auto topo = topologies::build_topology(spec, nodes);
 

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,25 +16,11 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "sim/report/otf2_errors.hpp"
 #include "sim/train/train.hpp"
 
 namespace commstack::sim {
 namespace {
-
-// OTF2 reports errors through a callback that prints to stderr by default; keep the message for
-// our own error instead.
-std::string& last_otf2_message() {
-  thread_local std::string message;
-  return message;
-}
-
-OTF2_ErrorCode remember_otf2_error(void*, const char*, uint64_t, const char*, OTF2_ErrorCode code, const char* format,
-                                   va_list args) {
-  char text[512] = {};
-  if (format != nullptr) std::vsnprintf(text, sizeof text, format, args);
-  last_otf2_message() = text;
-  return code;
-}
 
 void check(OTF2_ErrorCode code, const std::string& dir, const char* what) {
   if (code == OTF2_SUCCESS) return;
@@ -147,7 +131,7 @@ std::string stream_lane_name(const std::string& stream, int lane) {
 }  // namespace
 
 Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
-  OTF2_Error_RegisterCallback(remember_otf2_error, nullptr);
+  capture_otf2_errors();
   if (t.ranks.size() != t.node_of_rank.size()) throw std::logic_error("write_otf2: node_of_rank does not match ranks");
   if (t.comms.empty() || t.comms[0].ranks != t.ranks) throw std::logic_error("write_otf2: comms[0] must be the world of ranks");
   if (t.message_stream < 0 || t.message_stream >= static_cast<int>(t.streams.size())) {

@@ -2,8 +2,7 @@
 
 #include <otf2/otf2.h>
 
-#include <cstdarg>
-#include <cstdio>
+#include <cstdio>  // EOF
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "sim/report/otf2_errors.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 // OTF2 3.0.2 leaks on its error paths: OTF2_Reader_Open returns NULL on a malformed anchor file
@@ -30,20 +30,6 @@ extern "C" const char* __lsan_default_suppressions() {
 
 namespace commstack::workloads {
 namespace {
-
-// OTF2 prints its errors to stderr unless a callback takes them; keep the last one for our message.
-std::string& last_otf2_message() {
-  thread_local std::string message;
-  return message;
-}
-
-OTF2_ErrorCode remember_otf2_error(void*, const char*, uint64_t, const char*, OTF2_ErrorCode code, const char* format,
-                                   va_list args) {
-  char text[512] = {};
-  if (format != nullptr) std::vsnprintf(text, sizeof text, format, args);
-  last_otf2_message() = text;
-  return code;
-}
 
 struct GroupDef {
   OTF2_GroupType type = OTF2_GROUP_TYPE_UNKNOWN;
@@ -296,33 +282,29 @@ Otf2Event message(OTF2_LocationRef loc, OTF2_TimeStamp t, Otf2EventKind kind, ui
   e.bytes = bytes;
   return e;
 }
-OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t receiver,
-                          OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+// The four point-to-point callbacks differ only in the event kind (libotf2 wants one C function each).
+OTF2_CallbackCode add_message(void* d, OTF2_LocationRef loc, OTF2_TimeStamp t, OTF2_AttributeList* attrs,
+                              Otf2EventKind kind, uint32_t peer, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
   auto& s = st(d);
-  Otf2Event e = message(loc, t, Otf2EventKind::send, receiver, comm, tag, bytes);
+  Otf2Event e = message(loc, t, kind, peer, comm, tag, bytes);
   read_commstack_attributes(s, attrs, e);
   return done(s, s.add(std::move(e)));
+}
+OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t receiver,
+                          OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+  return add_message(d, loc, t, attrs, Otf2EventKind::send, receiver, comm, tag, bytes);
 }
 OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t sender,
                           OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
-  auto& s = st(d);
-  Otf2Event e = message(loc, t, Otf2EventKind::recv, sender, comm, tag, bytes);
-  read_commstack_attributes(s, attrs, e);
-  return done(s, s.add(std::move(e)));
+  return add_message(d, loc, t, attrs, Otf2EventKind::recv, sender, comm, tag, bytes);
 }
 OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t receiver,
                            OTF2_CommRef comm, uint32_t tag, uint64_t bytes, uint64_t) {
-  auto& s = st(d);
-  Otf2Event e = message(loc, t, Otf2EventKind::isend, receiver, comm, tag, bytes);
-  read_commstack_attributes(s, attrs, e);
-  return done(s, s.add(std::move(e)));
+  return add_message(d, loc, t, attrs, Otf2EventKind::isend, receiver, comm, tag, bytes);
 }
 OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList* attrs, uint32_t sender,
                            OTF2_CommRef comm, uint32_t tag, uint64_t bytes, uint64_t) {
-  auto& s = st(d);
-  Otf2Event e = message(loc, t, Otf2EventKind::irecv, sender, comm, tag, bytes);
-  read_commstack_attributes(s, attrs, e);
-  return done(s, s.add(std::move(e)));
+  return add_message(d, loc, t, attrs, Otf2EventKind::irecv, sender, comm, tag, bytes);
 }
 OTF2_CallbackCode ev_coll_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* d, OTF2_AttributeList*) {
   auto& s = st(d);
@@ -407,8 +389,7 @@ std::string node_of(const ReadState& s, OTF2_SystemTreeNodeRef ref) {
 class Reader {
 public:
   Reader(const std::string& anchor) : anchor_(anchor) {
-    OTF2_Error_RegisterCallback(remember_otf2_error, nullptr);
-    last_otf2_message().clear();
+    sim::capture_otf2_errors();
     r_ = OTF2_Reader_Open(anchor.c_str());
     if (r_ == nullptr) fail("opening the archive", OTF2_ERROR_FILE_CAN_NOT_OPEN);
   }
@@ -424,7 +405,7 @@ public:
     if (code != OTF2_SUCCESS) fail(what, code);
   }
   [[noreturn]] void fail(const char* what, OTF2_ErrorCode code) const {
-    const std::string& detail = last_otf2_message();
+    const std::string& detail = sim::last_otf2_message();
     throw InputError(fmt::format("{}: not a readable OTF2 archive: {} failed ({}{}{}); expected a complete archive "
                                  "(anchor .otf2, .def, and the traces/ directory) as Score-P or commstack --otf2 writes it",
                                  anchor_, what, OTF2_Error_GetDescription(code), detail.empty() ? "" : ": ", detail));
