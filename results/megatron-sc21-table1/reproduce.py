@@ -31,6 +31,8 @@ env:   FIT_ROWS=1,2,3 (rows the fit sees), FIT_MEMORY=0 (HBM efficiency fixed at
 import csv, json, os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from efficiency_fit import grid_fit, interpolate  # noqa: E402
 EXE = sys.argv[1] if len(sys.argv) > 1 else "build/commstack"
 CSV = "workloads/reference/training_megatron-sc21_weak-scaling_table1.csv"
 MODEL = {"1.7": "megatron-1.7b", "3.6": "megatron-3.6b", "7.5": "megatron-7.5b", "18.4": "megatron-18.4b",
@@ -88,25 +90,9 @@ def predict(r, x, y):
 
 def fit(rs, idx):
     """(x, y) minimising the squared relative TFLOP/s error over rows idx."""
-    best = None
+    err = lambda x, y: sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
     ys = range(300, 1001, 2) if FIT_MEMORY else [round(HBM_EFFICIENCY * 1000)]
-    for i in range(300, 1001, 2):
-        for j in ys:
-            x, y = i / 1000, j / 1000
-            err = sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
-            if best is None or err < best[0]:
-                best = (err, x, y)
-    # refine around the coarse optimum
-    _, bx, by = best
-    for i in range(-20, 21):
-        for j in range(-20, 21) if FIT_MEMORY else [0]:
-            x, y = bx + i / 10000, by + j / 10000
-            if not (0 < x <= 1 and 0 < y <= 1):
-                continue
-            err = sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
-            if err < best[0]:
-                best = (err, x, y)
-    return best[1], best[2]
+    return grid_fit(err, range(300, 1001, 2), ys, 20, 20 if FIT_MEMORY else 0)
 
 
 def main():
@@ -119,18 +105,18 @@ def main():
     for r in rs:
         if "C" in r:
             continue
+        last = {}
+
+        def time_at(x, y, r=r):
+            profile(x, y, tmp)
+            last["d"] = run(r, tmp)[0]
+            return last["d"]["iteration_s"]
+
         # with y fixed, two runs at that y give T = C/x + R' (M/y folded into R', M = 0)
         y0 = Y0 if FIT_MEMORY else HBM_EFFICIENCY
-        t = {}
-        for (x, y) in ((X0, y0), (X1, y0)) + (((X0, Y1),) if FIT_MEMORY else ()):
-            profile(x, y, tmp)
-            d, _ = run(r, tmp)
-            t[(x, y)] = d["iteration_s"]
-        r["C"] = (t[(X0, y0)] - t[(X1, y0)]) / (1 / X0 - 1 / X1)
-        r["M"] = (t[(X0, y0)] - t[(X0, Y1)]) / (1 / y0 - 1 / Y1) if FIT_MEMORY else 0.0
-        r["R"] = t[(X0, y0)] - r["C"] / X0 - r["M"] / y0
+        r["C"], r["M"], r["R"] = interpolate(time_at, X0, X1, y0, Y1 if FIT_MEMORY else None)
         # hardware FLOPs per GPU per iteration (TFLOP): the paper counts recomputation (its eq. 3)
-        r["F"] = d["hardware_flops"] / r["gpus"] / 1e12
+        r["F"] = last["d"]["hardware_flops"] / r["gpus"] / 1e12
         print(f"# {r['model']}: C = {r['C']:.3f} s, M = {r['M']:.3f} s, R = {r['R']:.3f} s", file=sys.stderr)
     with open(points, "w") as f:
         json.dump([{k: r[k] for k in ("model", "C", "M", "R", "F")} for r in rs], f, indent=1)

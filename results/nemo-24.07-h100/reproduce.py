@@ -33,6 +33,8 @@ env:   FIT=GPT3-5B,LLAMA2-7B,LLAMA3-8B (models the fit sees), REUSE=1 (reuse fit
 import csv, json, os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from efficiency_fit import grid_fit, interpolate  # noqa: E402
 EXE = sys.argv[1] if len(sys.argv) > 1 else "build/commstack"
 CSV = "workloads/reference/training_nemo-24.07_perf-summary_dgx-h100.csv"
 MODEL = {"GPT3-5B": os.path.join(HERE, "gpt3-5b.json"), "GPT3-20B": os.path.join(HERE, "gpt3-20b.json"),
@@ -89,22 +91,9 @@ def predict(r, x, y):
 
 
 def fit(rs, idx):
-    best = None
-    for i in range(200, 1001, 4):
-        for j in range(200, 1001, 4):
-            x, y = i / 1000, j / 1000
-            err = sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
-            if best is None or err < best[0]:
-                best = (err, x, y)
-    _, bx, by = best
-    for i in range(-40, 41):
-        for j in range(-40, 41):
-            x, y = bx + i / 10000, by + j / 10000
-            if 0 < x <= 1 and 0 < y <= 1:
-                err = sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
-                if err < best[0]:
-                    best = (err, x, y)
-    return best[1], best[2]
+    """(x, y) minimising the squared relative tokens/s error over rows idx."""
+    err = lambda x, y: sum((predict(rs[k], x, y) / rs[k]["measured"] - 1) ** 2 for k in idx)
+    return grid_fit(err, range(200, 1001, 4), range(200, 1001, 4), 40, 40)
 
 
 def main():
@@ -118,14 +107,11 @@ def main():
     for r in rs:
         if "C" in r:
             continue
-        t = {}
-        for (x, y) in ((X0, Y0), (X1, Y0), (X0, Y1)):
+        def time_at(x, y, r=r):
             profile(x, y, tmp)
-            d, _ = run(r, tmp)
-            t[(x, y)] = d["iteration_s"]
-        r["C"] = (t[(X0, Y0)] - t[(X1, Y0)]) / (1 / X0 - 1 / X1)
-        r["M"] = (t[(X0, Y0)] - t[(X0, Y1)]) / (1 / Y0 - 1 / Y1)
-        r["R"] = t[(X0, Y0)] - r["C"] / X0 - r["M"] / Y0
+            return run(r, tmp)[0]["iteration_s"]
+
+        r["C"], r["M"], r["R"] = interpolate(time_at, X0, X1, Y0, Y1)
         r["tokens_per_gpu"] = r["gbs"] * r["seq"] / r["gpus"]
         print(f"# {r['name']}: C = {r['C']:.3f} s, M = {r['M']:.3f} s, R = {r['R']:.3f} s", file=sys.stderr)
     with open(points, "w") as f:
