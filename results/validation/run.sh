@@ -9,12 +9,18 @@
 #   3. validates "outlier" runs with the full profile (they are never fitted),
 # then writes <id>.csv (size, measured, predicted, error), <id>.png (busbw over size) and
 # summary.md. Deterministic: the same inputs give the same files byte for byte.
+#   VALIDATION_OUT=dir   write the csv/png/summary/README there instead of results/validation
+#   PROFILE_DIR=dir      write the refitted generation profiles there instead of calibration/profiles
+# (both for trying a model change without touching the committed results).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exe=${1:-build/commstack}
 pw=${PRIOR_WEIGHT:-0.01}  # calibrate --prior-weight (docs/calibration.md)
 loss=${LOSS:-cauchy}      # calibrate --loss (docs/calibration.md)
 here=results/validation
+out=${VALIDATION_OUT:-$here}
+profiles=${PROFILE_DIR:-calibration/profiles}
+mkdir -p "$out" "$profiles"
 data=calibration/data/nccl-tests
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -47,7 +53,7 @@ fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
 gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
 for gen in $gens; do
   # shellcheck disable=SC2046
-  "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" none) --name "$gen" --output calibration/profiles/$gen.json >/dev/null
+  "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" none) --name "$gen" --output "$profiles/$gen.json" >/dev/null
 done
 
 {
@@ -60,19 +66,19 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   n_fit=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" '$2==g && $5=="fit"' | wc -l)
   note=""
   # in-sample: the shipped profile (fitted on every fit run of the generation)
-  "$exe" validate --cluster "$cl" --measured "$file" $flags --profile calibration/profiles/$gen.json --format csv >"$tmp/in.csv"
+  "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$profiles/$gen.json" --format csv >"$tmp/in.csv"
   if [[ $role == outlier ]]; then
-    cp "$tmp/in.csv" "$here/$id.csv"
+    cp "$tmp/in.csv" "$out/$id.csv"
     how="full $gen profile (never fitted on this run)"
-    grep -q WARNING "$here/$id.csv" && note="flagged: far below the hardware bound"
+    grep -q WARNING "$out/$id.csv" && note="flagged: far below the hardware bound"
   elif [[ $n_fit -gt 1 ]]; then
     # shellcheck disable=SC2046
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
-    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/loo.json" --format csv >"$here/$id.csv"
+    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/loo.json" --format csv >"$out/$id.csv"
     how="leave-one-out ($((n_fit - 1)) other $gen runs)"
   else
     # one run in the generation: split at the median size, fit each half, predict the other
-    mapfile -t sizes < <(sizes_of "$spec" "$cl" calibration/profiles/$gen.json)
+    mapfile -t sizes < <(sizes_of "$spec" "$cl" "$profiles/$gen.json")
     half=$(( ${#sizes[@]} / 2 ))
     lo_max=${sizes[$((half - 1))]}
     hi_min=${sizes[$half]}
@@ -81,21 +87,21 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
     "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
     "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
-    { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$here/$id.csv"
+    { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$out/$id.csv"
     # MAPE of the combined out-of-sample rows
     awk -F, 'NR>1 { e=$4<0?-$4:$4; a+=e; n++; if ($1>=1048576) { l+=e; nl++ } else { s+=e; ns++ } }
       END { printf "# MAPE %.2f%% over %d sizes (>=1MiB: %.2f%% over %d; <1MiB: %.2f%% over %d)\n",
-            n?a/n:0, n, nl?l/nl:0, nl, ns?s/ns:0, ns }' "$here/$id.csv" >>"$here/$id.csv"
+            n?a/n:0, n, nl?l/nl:0, nl, ns?s/ns:0, ns }' "$out/$id.csv" >>"$out/$id.csv"
     how="size split: small half fits large half and vice versa (only run of $gen)"
   fi
-  read -r _ _ ml nl ms ns < <(mape_of "$here/$id.csv")
+  read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
   read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
   echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $note |" >>"$tmp/summary"
   # plot: measured and predicted bus bandwidth over size
-  grep -v '^#' "$here/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
+  grep -v '^#' "$out/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
   gnuplot <<GP
 set terminal pngcairo size 800,500 noenhanced
-set output "$here/$id.png"
+set output "$out/$id.png"
 set datafile separator ","
 set logscale x 2
 set format x "%.0s%cB"
@@ -106,7 +112,7 @@ set title "$id: measured vs predicted ($how)"
 plot "$tmp/plot.csv" using 1:8 with linespoints title "measured", "$tmp/plot.csv" using 1:9 with linespoints title "predicted"
 GP
 done
-cp "$tmp/summary" $here/summary.md
+cp "$tmp/summary" $out/summary.md
 {
   cat <<'MD'
 # Stack-model validation on the published nccl-tests runs
@@ -131,5 +137,5 @@ the errors come from.
 
 MD
   cat "$tmp/summary"
-} >$here/README.md
-echo "wrote $here/summary.md and $here/README.md"
+} >$out/README.md
+echo "wrote $out/summary.md and $out/README.md"
