@@ -26,4 +26,10 @@ bool parse_on_off(const std::string& text, const std::string& flag) {
   throw InputError(fmt::format("{}: unknown '{}'; expected on or off", flag, text));
 }
 
+bool parse_nccl_switch(const std::string& text, const std::string& flag) {
+  if (text == "on" || text == "1") return true;
+  if (text == "off" || text == "0") return false;
+  throw InputError(fmt::format("{}: unknown '{}'; expected on or off (or NCCL's 1 or 0)", flag, text));
+}
+
 }  // namespace commstack::cli

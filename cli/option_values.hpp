@@ -11,4 +11,8 @@ long long parse_int(const std::string& text, const std::string& flag, long long 
 // "on" -> true, "off" -> false; InputError "FLAG: unknown 'x'; expected on or off" otherwise.
 bool parse_on_off(const std::string& text, const std::string& flag);
 
+// An NCCL on/off knob (NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE): "on" or "1" -> true, "off" or "0" ->
+// false; InputError naming the flag otherwise.
+bool parse_nccl_switch(const std::string& text, const std::string& flag);
+
 }  // namespace commstack::cli

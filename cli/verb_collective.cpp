@@ -42,7 +42,7 @@ struct CollectiveOptions {
   // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
   // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
   std::string profile;
-  std::string algo, proto, min_channels, max_channels, nvls, buffsize;
+  std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread;
   bool breakdown = false;
 };
 
@@ -127,8 +127,11 @@ void run(const CollectiveOptions& o) {
     if (!o.proto.empty()) knobs.env.proto = o.proto;
     if (!o.min_channels.empty()) knobs.env.min_ctas = static_cast<int>(parse_int(o.min_channels, "--min-channels", 1, 64));
     if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
-    if (!o.nvls.empty()) knobs.env.nvls_enable = static_cast<int>(parse_int(o.nvls, "--nvls", 0, 1));
+    if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
+    if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
     if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+    if (!o.gpus_per_thread.empty())
+      knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
     select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
     if (knobs.env.algo) select::apply_nccl_list(*knobs.env.algo, "--algo", true, check);
     if (knobs.env.proto) select::apply_nccl_list(*knobs.env.proto, "--proto", false, check);
@@ -139,8 +142,9 @@ void run(const CollectiveOptions& o) {
       throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
                                    profile.sm, o.cluster, sm));
   } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() || !o.max_channels.empty() ||
-             !o.nvls.empty() || !o.buffsize.empty()) {
-    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--buffsize need the stack model: "
+             !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty()) {
+    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/--gpus-per-thread "
+                     "need the stack model: "
                      "add --profile auto (or a profile file)");
   }
   std::vector<std::string> breakdown_lines;
@@ -244,8 +248,12 @@ void register_collective(CLI::App& app) {
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");
-  sub->add_option("--nvls", o->nvls, "Stack model: like NCCL_NVLS_ENABLE (0 or 1)");
+  sub->add_option("--nvls", o->nvls, "Stack model: on|off, like NCCL_NVLS_ENABLE (1 or 0)");
+  sub->add_option("--collnet", o->collnet,
+                  "Stack model: on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
   sub->add_option("--buffsize", o->buffsize, "Stack model: like NCCL_BUFFSIZE");
+  sub->add_option("--gpus-per-thread", o->gpus_per_thread,
+                  "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");
   sub->add_flag("--breakdown", o->breakdown, "Stack model: print each layer's contribution per size");
   on_selected(sub, [o] { run(*o); });
 }

@@ -117,7 +117,9 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   // NVLink SHARP needs NVSwitch gen3+ (sm >= 90) and more than 2 GPUs in the domain. GH200 nodes
   // wire their 4 GPUs all-to-all without an NVSwitch (the gh200-slingshot preset models that as
   // one NVLink plane), so they have no NVLS.
-  s.nvls_support = geo.sm >= 90 && geo.nvswitch && geo.local_ranks > 2 && geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
+  // NCCL_NVLS_ENABLE=0 turns NVLS (and NVLSTree) off; 1 and the default leave it to the hardware check.
+  s.nvls_support = knobs.env.nvls_enable != 0 && geo.sm >= 90 && geo.nvswitch && geo.local_ranks > 2 &&
+                   geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
   s.nvls_channels = channels;
   s.collnet_support = knobs.collnet;
   s.n_channels = channels;
@@ -130,6 +132,10 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   if (gpus_per_node < 1 || gpus_per_node > spec.node.gpus)
     throw InputError(fmt::format("--gpus-per-node: expected 1..{} (cluster {} has {} GPUs per node), got {}",
                                  spec.node.gpus, spec.name, spec.node.gpus, gpus_per_node));
+  if (knobs_.gpus_per_thread < 1 || knobs_.gpus_per_thread > gpus_per_node)
+    throw InputError(fmt::format("--gpus-per-thread: expected 1..{} (the GPUs of one node one host thread drives, "
+                                 "nccl-tests -g), got {}",
+                                 gpus_per_node, knobs_.gpus_per_thread));
   const topologies::Topology topo = topologies::build_topology(spec, nodes, gpus_per_node);
   geo_.ranks = nodes * gpus_per_node;
   geo_.nodes = nodes;
@@ -361,12 +367,16 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   b.contention_s = 0;
   // nccl-tests times a loop of back-to-back calls on one stream with the host clock (src/common.cu
   // BenchTime): the host enqueues call i+1 while the GPU runs call i, so a call costs the larger
-  // of its host time (launch_us) and its device time (kernel_us + the other layers). The launch
-  // layer is the kernel's fixed cost plus the host time the device time does not hide.
+  // of its host time and its device time (kernel_us + the other layers). The host time is one
+  // launch (launch_us: enqueue + kernel launch) per communicator the timing thread drives: with
+  // nccl-tests -g G one thread enqueues G calls in a group and launches G kernels one after the
+  // other. The launch layer is the kernel's fixed cost plus the host time the device time does not
+  // hide.
   const double kernel_s = profile[Param::kernel_us] * 1e-6;
   const double device_s = kernel_s + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s +
                           b.transport_s + b.protocol_s + b.contention_s;
-  b.launch_s = kernel_s + std::max(0.0, profile[Param::launch_us] * 1e-6 - device_s);
+  const double host_s = profile[Param::launch_us] * 1e-6 * static_cast<double>(knobs_.gpus_per_thread);
+  b.launch_s = kernel_s + std::max(0.0, host_s - device_s);
   out.time_s = b.total_s();
   return out;
 }

@@ -20,6 +20,9 @@ struct Knobs {
   select::NcclEnv env;            // NCCL_ALGO / NCCL_PROTO / NCCL_MIN_CTAS / NCCL_MAX_CTAS / NCCL_NVLS_ENABLE
   std::uint64_t buffsize = 0;     // NCCL_BUFFSIZE (Simple FIFO bytes); 0 = NCCL's default
   bool collnet = false;           // a CollNet (SHARP) plugin is loaded
+  // Communicators one host thread drives (nccl-tests -g): the thread launches each one's kernel in
+  // turn inside one ncclGroupStart/End, so the host time of a call is that many launches.
+  int gpus_per_thread = 1;
 };
 
 // Where the layers' contributions go. All in seconds.

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "calibration/fit/nccl_log.hpp"
+#include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
@@ -170,6 +171,34 @@ TEST_CASE("stack: back-to-back calls cost the larger of host and device time") {
   const auto large = pr.predict(CollectiveOp::allreduce, 1ull << 30, prof);
   CHECK(large.breakdown.launch_s == doctest::Approx(5e-6));
   CHECK(large.time_s > 30e-6);
+}
+
+TEST_CASE("stack: one host thread driving G GPUs (nccl-tests -g G) pays G launches per call") {
+  // The Modal A100 run (nccl-tests -g 8, one thread) sits on a 55 us floor where -g 1 runs of the
+  // same GPU sit near 10-20 us: the thread launches one kernel per communicator in each group.
+  const auto spec = topologies::load_cluster("dgx-a100");
+  Profile prof = sim::stack::prior_profile(80);
+  prof.at(Param::launch_us) = 7;
+  prof.at(Param::kernel_us) = 5;
+  sim::stack::Knobs one;
+  sim::stack::Knobs eight;
+  eight.gpus_per_thread = 8;
+  const auto p1 = Predictor(spec, 1, 8, one).predict(CollectiveOp::allreduce, 8, prof);
+  const auto p8 = Predictor(spec, 1, 8, eight).predict(CollectiveOp::allreduce, 8, prof);
+  // -g 1: device-bound (kernel + 14 Ring/LL steps > one 7 us launch); -g 8: exactly 8 launches.
+  CHECK(p1.time_s > 7e-6);
+  CHECK(p1.breakdown.launch_s == doctest::Approx(5e-6));
+  CHECK(p8.time_s == doctest::Approx(56e-6));
+  CHECK(p8.time_s == p8.breakdown.total_s());
+  // Large sizes are device-bound either way: the host thread is hidden.
+  const auto l1 = Predictor(spec, 1, 8, one).predict(CollectiveOp::allreduce, 1ull << 30, prof);
+  const auto l8 = Predictor(spec, 1, 8, eight).predict(CollectiveOp::allreduce, 1ull << 30, prof);
+  CHECK(l8.time_s == l1.time_s);
+  // A thread cannot drive more GPUs than its node has.
+  sim::stack::Knobs nine;
+  nine.gpus_per_thread = 9;
+  CHECK_THROWS_WITH_AS(Predictor(spec, 1, 8, nine), doctest::Contains("--gpus-per-thread: expected 1..8"),
+                       InputError);
 }
 
 TEST_CASE("stack: alltoall across nodes is bounded by one NIC and serialises the remote peers") {
