@@ -39,6 +39,12 @@ void run_calibrate(const CalibrateOptions& o) {
   options.name = o.name.empty() ? fmt::format("sm{}-fit", prior.sm) : o.name;
   sim::stack::Profile fitted = fit::fit_profile(runs, prior, options);
   fitted.description = fmt::format("fitted by commstack calibrate on {} run(s)", runs.size());
+  // What the readers dropped (published tables' rounding rule) goes into the profile's provenance.
+  for (const auto& run : runs)
+    for (const auto& note : run.notes) {
+      fitted.description += "; " + note;
+      fmt::print("note: {}\n", note);
+    }
   sim::stack::save_profile(fitted, o.output);
   fmt::print("wrote {}: {} points from {} run(s), MAPE {:.2f}%, rms ln-residual {:.4f}\n", o.output,
              fitted.residuals.size(), runs.size(), fitted.fit_mape_percent, fitted.fit_rms_log_residual);
@@ -55,8 +61,8 @@ void register_calibrate(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* sub = app.add_subcommand("calibrate", "Fit a stack-model profile to measured nccl-tests runs");
   sub->add_option("--input", o->inputs,
-                  "nccl-tests output, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op min_bytes max_bytes "
-                  "algo proto min_ctas max_ctas nvls); repeatable")
+                  "nccl-tests output or published table, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op "
+                  "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls); repeatable")
       ->required();
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");
   sub->add_option("--output", o->output, "Profile JSON to write")->required();

@@ -1,8 +1,11 @@
 // commstack validate: predict every size of a measured nccl-tests run with the stack model and
 // print measured vs predicted, the error, NCCL's algorithm/protocol, and the MAPE.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,6 +46,77 @@ nlohmann::json breakdown_json(const sim::stack::Breakdown& b) {
                         {"contention_us", b.contention_s * 1e6}};
 }
 
+// --measured FILE@key=value,... (calibrate --input's run spec, e.g. a published table's series= /
+// config=): folds the keys into `spec`, which holds the flags; a setting given both ways is an error.
+// A path that exists as typed is a file even when it contains '@'.
+void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
+  spec.file = measured;
+  if (measured.find('@') == std::string::npos || std::filesystem::exists(measured)) return;
+  const fit::RunSpec keys = fit::parse_run_spec(measured, "--measured");
+  // Only keys folded below are taken: a run-spec key added later fails here instead of being lost.
+  const std::vector<std::string> folded{"cluster", "nodes", "gpus_per_node", "op", "series", "config",
+                                         "min_bytes", "max_bytes", "algo", "proto", "min_ctas", "max_ctas", "nvls"};
+  for (std::size_t pos = 0; pos < keys.knob_text.size();) {
+    const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
+    const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
+    if (std::find(folded.begin(), folded.end(), key) == folded.end())
+      throw InputError(
+          fmt::format("--measured {}: key \"{}\" is not taken here; pass it as a validate flag", measured, key));
+    pos = comma + 1;
+  }
+  auto twice = [&](const char* key, const char* flag) {
+    throw InputError(fmt::format("--measured {}: {} is given both here and as {}", measured, key, flag));
+  };
+  spec.file = keys.file;
+  spec.knob_text = keys.knob_text;
+  spec.series = keys.series;
+  spec.config = keys.config;
+  if (keys.cluster && *keys.cluster != spec.cluster.value_or(*keys.cluster)) twice("cluster", "--cluster");
+  if (keys.nodes) {
+    if (spec.nodes) twice("nodes", "--nodes");
+    spec.nodes = keys.nodes;
+  }
+  if (keys.gpus_per_node) {
+    if (spec.gpus_per_node) twice("gpus_per_node", "--gpus-per-node");
+    spec.gpus_per_node = keys.gpus_per_node;
+  }
+  if (keys.op) {
+    if (spec.op) twice("op", "--op");
+    spec.op = keys.op;
+  }
+  if (keys.min_bytes) {
+    if (spec.min_bytes) twice("min_bytes", "--min-bytes");
+    spec.min_bytes = keys.min_bytes;
+  }
+  if (keys.max_bytes) {
+    if (spec.max_bytes) twice("max_bytes", "--max-bytes");
+    spec.max_bytes = keys.max_bytes;
+  }
+  const auto& k = keys.knobs.env;
+  auto& e = spec.knobs.env;
+  if (k.algo) {
+    if (e.algo) twice("algo", "--algo");
+    e.algo = k.algo;
+  }
+  if (k.proto) {
+    if (e.proto) twice("proto", "--proto");
+    e.proto = k.proto;
+  }
+  if (k.min_ctas) {
+    if (e.min_ctas) twice("min_ctas", "--min-channels");
+    e.min_ctas = k.min_ctas;
+  }
+  if (k.max_ctas) {
+    if (e.max_ctas) twice("max_ctas", "--max-channels");
+    e.max_ctas = k.max_ctas;
+  }
+  if (k.nvls_enable != select::NcclEnv{}.nvls_enable) {
+    if (e.nvls_enable != select::NcclEnv{}.nvls_enable) twice("nvls", "--nvls");
+    e.nvls_enable = k.nvls_enable;
+  }
+  select::validate(e);
+}
+
 void run_validate(const ValidateOptions& o) {
   if (o.format != "text" && o.format != "csv" && o.format != "json")
     throw InputError(fmt::format("--format {}: expected text, csv or json", o.format));
@@ -70,6 +144,7 @@ void run_validate(const ValidateOptions& o) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("--algo/--proto/--min-channels/--max-channels: {}", e.what()));
   }
+  merge_measured_keys(o.measured, spec);
   const fit::MeasuredRun run = fit::load_measured_run(spec, o.cluster);
   const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
   const sim::stack::Profile profile = o.profile ? sim::stack::load_profile(*o.profile) : sim::stack::default_profile(sm);
@@ -105,7 +180,8 @@ void run_validate(const ValidateOptions& o) {
                        {"n_lt_1MiB", v.n_small},
                        {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
                        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
-                       {"below_hardware", v.below_hardware}};
+                       {"below_hardware", v.below_hardware},
+                       {"notes", run.notes}};
     fmt::print("{}\n", doc.dump(2));
     return;
   }
@@ -120,6 +196,7 @@ void run_validate(const ValidateOptions& o) {
                run.gpus_per_node, sim::to_string(run.op), profile.name, profile.origin);
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
+  for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
   for (const auto& r : v.rows) {
     const auto& p = r.prediction;
     const auto& b = p.breakdown;
@@ -153,7 +230,9 @@ void register_validate(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand("validate", "Predict a measured nccl-tests run and report the error per size");
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON file the run was measured on")->required();
-  sub->add_option("--measured", o->measured, "nccl-tests output file")->required();
+  sub->add_option("--measured", o->measured,
+                  "nccl-tests output or published table, FILE[@key=value,...] (calibrate --input's keys, e.g. "
+                  "series=NAME or config=NAME,op=NAME for a table)")->required();
   sub->add_option("--nodes", o->nodes, "Nodes (default: from the log's rank lines)");
   sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: from the log's rank lines)");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");

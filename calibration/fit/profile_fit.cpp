@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/published_table.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 
@@ -80,6 +81,10 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       spec.gpus_per_node = parse_int(value, what);
     } else if (key == "op") {
       spec.op = value;
+    } else if (key == "series") {
+      spec.series = value;
+    } else if (key == "config") {
+      spec.config = value;
     } else if (key == "min_bytes") {
       spec.min_bytes = parse_bytes(value, what);
     } else if (key == "max_bytes") {
@@ -97,8 +102,8 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       if (spec.knobs.env.nvls_enable != 0 && spec.knobs.env.nvls_enable != 1)
         throw InputError(fmt::format("{}: expected 0 or 1", what));
     } else {
-      throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, min_bytes, "
-                                   "max_bytes, algo, proto, min_ctas, max_ctas, nvls)",
+      throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
+                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls)",
                                    flag, text, key));
     }
   }
@@ -133,6 +138,21 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     const std::string proto = spec.knobs.env.proto.value_or("default");
     const int ctas = spec.knobs.env.min_ctas > 0 && spec.knobs.env.min_ctas == spec.knobs.env.max_ctas ? spec.knobs.env.max_ctas : 0;
     log = select_bench_series(spec.file, hint, algo, proto, ctas).result;
+  } else if (is_published_table(spec.file)) {
+    // A published table (vendor guide, docs, report summary): series / config / op pick the points.
+    PublishedTableSelection sel;
+    sel.series = spec.series;
+    sel.config = spec.config;
+    sel.op = hint;
+    sel.nodes = spec.nodes;
+    sel.gpus_per_node = spec.gpus_per_node;
+    PublishedTableRun table = load_published_table(spec.file, sel);
+    log = std::move(table.result);
+    run.notes = std::move(table.notes);
+  } else if (spec.series || spec.config) {
+    throw InputError(fmt::format("{}: series= and config= select a published table's points, but this file is not "
+                                 "one (expected a CSV header starting message_size_label, config or collective)",
+                                 spec.file));
   } else {
     log = parse_nccl_tests_file(spec.file, hint);
   }

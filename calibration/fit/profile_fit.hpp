@@ -29,6 +29,7 @@ struct MeasuredRun {
   std::vector<double> measured_us;  // out-of-place time column
   std::uint64_t min_bytes = 0;      // window applied (0 = none)
   std::uint64_t max_bytes = 0;
+  std::vector<std::string> notes;   // points the reader dropped and why (published tables' rounding rule)
 };
 
 struct RunSpec {
@@ -39,6 +40,9 @@ struct RunSpec {
   std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
   sim::stack::Knobs knobs;
   std::string knob_text;
+  // Published tables (calibration/fit/published_table.hpp): the value column (busbw-series) and the
+  // row group (multi-op config, peak-summary scope) to read.
+  std::optional<std::string> series, config;
 };
 
 // "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,

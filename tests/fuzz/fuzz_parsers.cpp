@@ -1,6 +1,6 @@
 // Deterministic mutation fuzzer for the measurement parsers in calibration/fit.
 //   commstack_fuzz_parsers <target> <iterations> <max_seconds>
-// target: nccl_tests | osu | repro_mpi | nccl_log | topo_xml. Seeds are the project's copies of
+// target: nccl_tests | osu | repro_mpi | nccl_log | topo_xml | published_table. Seeds are the project's copies of
 // published files (calibration/data) plus built-in samples for formats without a published
 // file. Each iteration mutates one seed (byte flips, truncation, insertion of bytes or of
 // tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
@@ -18,6 +18,7 @@
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/nccl_topo_xml.hpp"
 #include "calibration/fit/osu.hpp"
+#include "calibration/fit/published_table.hpp"
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
@@ -59,7 +60,8 @@ const char* kReproSeeds[] = {
 
 const char* kTokens[] = {"N/A", "-1", "1e309", "nan", "inf", "#", "\n", "|", "/", "<", ">", "...", "  ", "\t", "0x", "Rank",
                          "# Avg bus bandwidth : ", "NCCL INFO ", " Bytes -> Algo ", "<pci busid=\"x\">", "</cpu>", "\"", "=",
-                         "99999999999999999999", "-", ":", "[", "]", "{", "}", "..", "\r\n", "&amp;", "<!--", "\xff\xfe"};
+                         "99999999999999999999", "-", ":", "[", "]", "{", "}", "..", "\r\n", "&amp;", "<!--", "\xff\xfe",
+                         ",", " GiB", "K", "0.00"};
 
 std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   std::string s = seed;
@@ -110,7 +112,7 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <nccl_tests|osu|repro_mpi|nccl_log|topo_xml> <iterations> <max_seconds>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <nccl_tests|osu|repro_mpi|nccl_log|topo_xml|published_table> <iterations> <max_seconds>\n", argv[0]);
     return 2;
   }
   const std::string target = argv[1];
@@ -143,6 +145,27 @@ int main(int argc, char** argv) {
   } else if (target == "topo_xml") {
     seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
     parse = [](const std::string& t) { (void)parse_nccl_topo_xml(t, "fuzz"); };
+  } else if (target == "published_table") {
+    seeds = files_in(data + "nccl-tests", {".csv"});
+    parse = [](const std::string& t) {
+      // Every selection the copied tables hold (and a few they do not): each must parse or refuse.
+      std::vector<PublishedTableSelection> sels;
+      for (const char* series : {"ndv5_h200_busbw_GBps", "ndv4_a100_busbw_GBps", "x"})
+        sels.push_back({series, std::nullopt, NcclTestsOp::all_reduce, 1, 8});
+      for (const char* config : {"1node_8gpu", "2node_1gpu", "2node_8gpu", "intra-node", "inter-node"})
+        for (NcclTestsOp op : {NcclTestsOp::all_reduce, NcclTestsOp::all_gather, NcclTestsOp::alltoall,
+                               NcclTestsOp::reduce_scatter, NcclTestsOp::sendrecv}) {
+          sels.push_back({std::nullopt, config, op, std::nullopt, std::nullopt});
+          sels.push_back({std::nullopt, config, op, 2, 8});
+        }
+      for (std::size_t i = 0; i + 1 < sels.size(); ++i) {
+        try {
+          (void)parse_published_table(t, "fuzz", sels[i]);
+        } catch (const commstack::InputError&) {
+        }
+      }
+      (void)parse_published_table(t, "fuzz", sels.back());
+    };
   } else {
     std::fprintf(stderr, "unknown target '%s'\n", target.c_str());
     return 2;
