@@ -56,7 +56,7 @@ TEST_CASE("topo: minimal cluster parses with units and numbers") {
 TEST_CASE("topo: every preset parses, cites sources and builds a validated topology") {
   const auto names = preset_names();
   CHECK(names == std::vector<std::string>{"angara-torus", "dgx-a100", "dgx-h100", "gb200-nvl72", "gh200-slingshot",
-                                          "hgx-b200"});
+                                          "hgx-b200", "hgx-h200"});
   for (const auto& name : names) {
     CAPTURE(name);
     const auto spec = load_cluster(name);
