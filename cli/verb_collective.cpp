@@ -42,7 +42,7 @@ struct CollectiveOptions {
   // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
   // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
   std::string profile;
-  std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread;
+  std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph;
   bool breakdown = false;
 };
 
@@ -129,6 +129,7 @@ void run(const CollectiveOptions& o) {
     if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
     if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
     if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
+    if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
     if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
     if (!o.gpus_per_thread.empty())
       knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
@@ -142,9 +143,10 @@ void run(const CollectiveOptions& o) {
       throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
                                    profile.sm, o.cluster, sm));
   } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() || !o.max_channels.empty() ||
-             !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty()) {
-    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/--gpus-per-thread "
-                     "need the stack model: "
+             !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
+             !o.cuda_graph.empty()) {
+    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
+                     "--gpus-per-thread/--cuda-graph need the stack model: "
                      "add --profile auto (or a profile file)");
   }
   std::vector<std::string> breakdown_lines;
@@ -254,6 +256,8 @@ void register_collective(CLI::App& app) {
   sub->add_option("--buffsize", o->buffsize, "Stack model: like NCCL_BUFFSIZE");
   sub->add_option("--gpus-per-thread", o->gpus_per_thread,
                   "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");
+  sub->add_option("--cuda-graph", o->cuda_graph,
+                  "Stack model: on|off, calls replayed from a CUDA graph like nccl-tests -G (no per-call host time)");
   sub->add_flag("--breakdown", o->breakdown, "Stack model: print each layer's contribution per size");
   on_selected(sub, [o] { run(*o); });
 }

@@ -370,12 +370,13 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   // of its host time and its device time (kernel_us + the other layers). The host time is one
   // launch (launch_us: enqueue + kernel launch) per communicator the timing thread drives: with
   // nccl-tests -g G one thread enqueues G calls in a group and launches G kernels one after the
-  // other. The launch layer is the kernel's fixed cost plus the host time the device time does not
-  // hide.
+  // other; a CUDA-graph replay (nccl-tests -G) has no per-call host time. The launch layer is the
+  // kernel's fixed cost plus the host time the device time does not hide.
   const double kernel_s = profile[Param::kernel_us] * 1e-6;
   const double device_s = kernel_s + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s +
                           b.transport_s + b.protocol_s + b.contention_s;
-  const double host_s = profile[Param::launch_us] * 1e-6 * static_cast<double>(knobs_.gpus_per_thread);
+  const double host_s =
+      knobs_.cuda_graph ? 0.0 : profile[Param::launch_us] * 1e-6 * static_cast<double>(knobs_.gpus_per_thread);
   b.launch_s = kernel_s + std::max(0.0, host_s - device_s);
   out.time_s = b.total_s();
   return out;

@@ -23,6 +23,9 @@ struct Knobs {
   // Communicators one host thread drives (nccl-tests -g): the thread launches each one's kernel in
   // turn inside one ncclGroupStart/End, so the host time of a call is that many launches.
   int gpus_per_thread = 1;
+  // The timed calls are replayed from a captured CUDA graph (nccl-tests -G N, N > 0): the host
+  // launches one graph for all of them, so no call waits on the host.
+  bool cuda_graph = false;
 };
 
 // Where the layers' contributions go. All in seconds.

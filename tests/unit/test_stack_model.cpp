@@ -194,6 +194,12 @@ TEST_CASE("stack: one host thread driving G GPUs (nccl-tests -g G) pays G launch
   const auto l1 = Predictor(spec, 1, 8, one).predict(CollectiveOp::allreduce, 1ull << 30, prof);
   const auto l8 = Predictor(spec, 1, 8, eight).predict(CollectiveOp::allreduce, 1ull << 30, prof);
   CHECK(l8.time_s == l1.time_s);
+  // Replayed from a CUDA graph (nccl-tests -G): no call waits on the host, -g 8 or not.
+  sim::stack::Knobs graph = eight;
+  graph.cuda_graph = true;
+  const auto g8 = Predictor(spec, 1, 8, graph).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(g8.breakdown.launch_s == doctest::Approx(5e-6));
+  CHECK(g8.time_s == doctest::Approx(p1.time_s));
   // A thread cannot drive more GPUs than its node has.
   sim::stack::Knobs nine;
   nine.gpus_per_thread = 9;
