@@ -25,16 +25,6 @@ data=calibration/data/nccl-tests
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# FILE@k=v,... -> validate flags
-flags_of() {
-  local spec=$1 knobs
-  [[ $spec == *@* ]] || return 0
-  knobs=${spec#*@}
-  tr ',' '\n' <<<"$knobs" | sed -e 's/^nodes=/--nodes /' -e 's/^gpus_per_node=/--gpus-per-node /' \
-    -e 's/^algo=/--algo /' -e 's/^proto=/--proto /' -e 's/^min_ctas=/--min-channels /' \
-    -e 's/^max_ctas=/--max-channels /' -e 's/^op=/--op /' -e 's/^nvls=/--nvls /' \
-    -e 's/^min_bytes=/--min-bytes /' -e 's/^max_bytes=/--max-bytes /' | tr '\n' ' '
-}
 inputs_of() {  # generation, excluded id -> --input args (cluster named per input)
   local gen=$1 skip=$2
   grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id g cl spec role; do
@@ -43,8 +33,10 @@ inputs_of() {  # generation, excluded id -> --input args (cluster named per inpu
     printf -- '--input %s/%s%scluster=%s ' "$data" "$spec" "$sep" "$cl"
   done
 }
+# validate takes the run spec as calibrate does (--measured FILE@key=value,...): nodes, op, algo, a
+# published table's series= / config=, ...
 sizes_of() {  # the run's sizes (> 0) in file order, via validate
-  "$exe" validate --cluster "$2" --measured "$data/${1%%@*}" $(flags_of "$1") --profile "$3" --format csv |
+  "$exe" validate --cluster "$2" --measured "$data/$1" --profile "$3" --format csv |
     grep -v '^#' | tail -n +2 | cut -d, -f1
 }
 mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\1 \2 \3 \4 \5 \6/'; }
@@ -61,12 +53,11 @@ done
   echo "|---|---|---|---|---|---|---|---|"
 } >"$tmp/summary"
 grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
-  file=$data/${spec%%@*}
-  flags=$(flags_of "$spec")
+  measured=$data/$spec
   n_fit=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" '$2==g && $5=="fit"' | wc -l)
   note=""
   # in-sample: the shipped profile (fitted on every fit run of the generation)
-  "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$profiles/$gen.json" --format csv >"$tmp/in.csv"
+  "$exe" validate --cluster "$cl" --measured "$measured" --profile "$profiles/$gen.json" --format csv >"$tmp/in.csv"
   if [[ $role == outlier ]]; then
     cp "$tmp/in.csv" "$out/$id.csv"
     how="full $gen profile (never fitted on this run)"
@@ -74,7 +65,7 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   elif [[ $n_fit -gt 1 ]]; then
     # shellcheck disable=SC2046
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
-    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/loo.json" --format csv >"$out/$id.csv"
+    "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/loo.json" --format csv >"$out/$id.csv"
     how="leave-one-out ($((n_fit - 1)) other $gen runs)"
   else
     # one run in the generation: split at the median size, fit each half, predict the other
@@ -85,8 +76,8 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     sep='@'; [[ $spec == *@* ]] && sep=','
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
-    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
-    "$exe" validate --cluster "$cl" --measured "$file" $flags --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
+    "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
+    "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
     { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$out/$id.csv"
     # MAPE of the combined out-of-sample rows
     awk -F, 'NR>1 { e=$4<0?-$4:$4; a+=e; n++; if ($1>=1048576) { l+=e; nl++ } else { s+=e; ns++ } }
@@ -94,6 +85,9 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
             n?a/n:0, n, nl?l/nl:0, nl, ns?s/ns:0, ns }' "$out/$id.csv" >>"$out/$id.csv"
     how="size split: small half fits large half and vice versa (only run of $gen)"
   fi
+  # published tables: sizes whose printed busbw is too coarse to use (validate's "# note: ... dropped")
+  dropped=$(grep -c '^# note: .*dropped size' "$tmp/in.csv" || true)
+  [[ $dropped -gt 0 ]] && note="${note:+$note; }$dropped sizes dropped: printed value uncertain by > 1%"
   read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
   read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
   echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $note |" >>"$tmp/summary"
@@ -127,7 +121,8 @@ the run is split at its median size, the small half's fit predicts the large hal
 versa, and the table reports those predictions. In-sample columns use the shipped profile
 (fitted on all runs of the generation) and are shown for comparison only. MAPE in percent over
 the sizes >= 1 MiB / < 1 MiB (number of sizes in brackets), out-of-place time column, every
-point kept (spikes included). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
+point kept (spikes included) except, in published tables, sizes whose printed bus bandwidth is
+too coarse to give the time within 1% (listed as `# note:` lines in `<id>.csv`). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
 algorithm/protocol/channels, bus bandwidths) and `<id>.png` (measured vs predicted bus bandwidth).
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run. **Met by
