@@ -161,8 +161,12 @@ void add_points(PublishedTableRun& out, const std::vector<Point>& points, int ra
 int checked_ranks(const PublishedTableSelection& sel, std::optional<int> table_ranks,
                   const std::string& origin, int line) {
   if (sel.nodes && sel.gpus_per_node) {
+    if (*sel.nodes < 1 || *sel.gpus_per_node < 1 ||
+        static_cast<long long>(*sel.nodes) * *sel.gpus_per_node > 100'000'000)
+      throw InputError(
+          fmt::format("{}: nodes and GPUs per node must be >= 1 (and at most 1e8 ranks), got {} x {}", origin,
+                      *sel.nodes, *sel.gpus_per_node));
     const int spec = *sel.nodes * *sel.gpus_per_node;
-    if (spec < 1) throw InputError(fmt::format("{}: nodes and GPUs per node must be >= 1", origin));
     if (table_ranks && *table_ranks != spec)
       fail(origin, line,
            fmt::format("the table gives {} ranks but nodes x GPUs per node = {} x {}", *table_ranks,

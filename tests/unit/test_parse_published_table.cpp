@@ -203,6 +203,14 @@ TEST_CASE("published table: selection errors name the file and list what it hold
       load_published_table(data(kVultr), sel({}, "inter-node", NcclTestsOp::all_reduce, 1, 8)),
       doctest::Contains("the table gives 16 ranks but nodes x GPUs per node = 1 x 8"), InputError);
   CHECK_THROWS_WITH_AS(
+      load_published_table(data(kAzure),
+                           sel("ndv4_a100_busbw_GBps", {}, NcclTestsOp::all_reduce, 100000, 100000)),
+      doctest::Contains("nodes and GPUs per node must be >= 1 (and at most 1e8 ranks), got 100000 x 100000"),
+      InputError);
+  CHECK_THROWS_WITH_AS(
+      load_published_table(data(kAzure), sel("ndv4_a100_busbw_GBps", {}, NcclTestsOp::all_reduce, 0, 8)),
+      doctest::Contains("nodes and GPUs per node must be >= 1"), InputError);
+  CHECK_THROWS_WITH_AS(
       load_published_table(data(kVultr), sel({}, "cross-rack", NcclTestsOp::all_reduce)),
       doctest::Contains("config \"cross-rack\": no such scope (expected one of intra-node, inter-node)"),
       InputError);
