@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/fit/profile_fit.hpp"
+#include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
@@ -21,9 +22,10 @@ namespace {
 struct ValidateOptions {
   std::string cluster;
   std::string measured;
-  std::optional<int> nodes, gpus_per_node;
+  std::optional<int> nodes, gpus_per_node, gpus_per_thread;
   std::optional<std::string> algo, proto, op, profile;
-  std::optional<int> min_channels, max_channels, nvls;
+  std::optional<int> min_channels, max_channels;
+  std::optional<std::string> nvls, collnet, cuda_graph;
   std::optional<std::string> min_bytes, max_bytes;
   std::string format = "text";
   bool breakdown = false;
@@ -54,8 +56,9 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   if (measured.find('@') == std::string::npos || std::filesystem::exists(measured)) return;
   const fit::RunSpec keys = fit::parse_run_spec(measured, "--measured");
   // Only keys folded below are taken: a run-spec key added later fails here instead of being lost.
-  const std::vector<std::string> folded{"cluster", "nodes", "gpus_per_node", "op", "series", "config",
-                                         "min_bytes", "max_bytes", "algo", "proto", "min_ctas", "max_ctas", "nvls"};
+  const std::vector<std::string> folded{"cluster", "nodes", "gpus_per_node", "gpus_per_thread", "op", "series", "config",
+                                         "min_bytes", "max_bytes", "algo", "proto", "min_ctas", "max_ctas", "nvls",
+                                         "collnet", "cuda_graph"};
   for (std::size_t pos = 0; pos < keys.knob_text.size();) {
     const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
     const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
@@ -79,6 +82,18 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   if (keys.gpus_per_node) {
     if (spec.gpus_per_node) twice("gpus_per_node", "--gpus-per-node");
     spec.gpus_per_node = keys.gpus_per_node;
+  }
+  if (keys.gpus_per_thread) {
+    if (spec.gpus_per_thread) twice("gpus_per_thread", "--gpus-per-thread");
+    spec.gpus_per_thread = keys.gpus_per_thread;
+  }
+  if (keys.cuda_graph) {
+    if (spec.cuda_graph) twice("cuda_graph", "--cuda-graph");
+    spec.cuda_graph = keys.cuda_graph;
+  }
+  if (keys.knobs.collnet) {
+    if (spec.knobs.collnet) twice("collnet", "--collnet");
+    spec.knobs.collnet = true;
   }
   if (keys.op) {
     if (spec.op) twice("op", "--op");
@@ -125,6 +140,9 @@ void run_validate(const ValidateOptions& o) {
   spec.cluster = o.cluster;
   spec.nodes = o.nodes;
   spec.gpus_per_node = o.gpus_per_node;
+  spec.gpus_per_thread = o.gpus_per_thread;
+  if (o.gpus_per_thread && *o.gpus_per_thread < 1)
+    throw InputError(fmt::format("--gpus-per-thread {}: expected >= 1 (nccl-tests -g)", *o.gpus_per_thread));
   spec.op = o.op;
   if (o.min_bytes) spec.min_bytes = parse_bytes(*o.min_bytes, "--min-bytes");
   if (o.max_bytes) spec.max_bytes = parse_bytes(*o.max_bytes, "--max-bytes");
@@ -132,10 +150,9 @@ void run_validate(const ValidateOptions& o) {
   spec.knobs.env.proto = o.proto;
   if (o.min_channels) spec.knobs.env.min_ctas = *o.min_channels;
   if (o.max_channels) spec.knobs.env.max_ctas = *o.max_channels;
-  if (o.nvls) {
-    if (*o.nvls != 0 && *o.nvls != 1) throw InputError(fmt::format("--nvls {}: expected 0 or 1", *o.nvls));
-    spec.knobs.env.nvls_enable = *o.nvls;
-  }
+  if (o.nvls) spec.knobs.env.nvls_enable = parse_nccl_switch(*o.nvls, "--nvls") ? 1 : 0;
+  if (o.collnet) spec.knobs.collnet = parse_nccl_switch(*o.collnet, "--collnet");
+  if (o.cuda_graph) spec.cuda_graph = parse_on_off(*o.cuda_graph, "--cuda-graph");
   select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
   if (o.algo) select::apply_nccl_list(*o.algo, "--algo", true, check);
   if (o.proto) select::apply_nccl_list(*o.proto, "--proto", false, check);
@@ -235,12 +252,17 @@ void register_validate(CLI::App& app) {
                   "series=NAME or config=NAME,op=NAME for a table)")->required();
   sub->add_option("--nodes", o->nodes, "Nodes (default: from the log's rank lines)");
   sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: from the log's rank lines)");
+  sub->add_option("--gpus-per-thread", o->gpus_per_thread,
+                  "GPUs one host thread drives, nccl-tests -g (default: the log header's nGpus, else 1)");
+  sub->add_option("--cuda-graph", o->cuda_graph,
+                  "on|off: the run replayed its calls from a CUDA graph, nccl-tests -G (default: the log header's graph:)");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
   sub->add_option("--algo", o->algo, "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect)");
   sub->add_option("--proto", o->proto, "Force protocols like NCCL_PROTO (ll, ll128, simple)");
   sub->add_option("--min-channels", o->min_channels, "Like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Like NCCL_MAX_CTAS");
-  sub->add_option("--nvls", o->nvls, "Like NCCL_NVLS_ENABLE (0 or 1)");
+  sub->add_option("--nvls", o->nvls, "on|off, like NCCL_NVLS_ENABLE (1 or 0)");
+  sub->add_option("--collnet", o->collnet, "on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
   sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
   sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");
   sub->add_option("--profile", o->profile, "Calibration profile (file or shipped name; default: the GPU generation's)");

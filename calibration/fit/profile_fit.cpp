@@ -101,9 +101,20 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       spec.knobs.env.nvls_enable = parse_int(value, what);
       if (spec.knobs.env.nvls_enable != 0 && spec.knobs.env.nvls_enable != 1)
         throw InputError(fmt::format("{}: expected 0 or 1", what));
+    } else if (key == "collnet") {
+      const auto v = parse_int(value, what);
+      if (v != 0 && v != 1) throw InputError(fmt::format("{}: expected 0 or 1 (NCCL_COLLNET_ENABLE)", what));
+      spec.knobs.collnet = v == 1;
+    } else if (key == "cuda_graph") {
+      const auto v = parse_int(value, what);
+      if (v != 0 && v != 1) throw InputError(fmt::format("{}: expected 0 or 1 (nccl-tests -G: 1 when > 0)", what));
+      spec.cuda_graph = v == 1;
+    } else if (key == "gpus_per_thread") {
+      spec.gpus_per_thread = parse_int(value, what);
+      if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
     } else {
       throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
-                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls)",
+                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, gpus_per_thread, cuda_graph)",
                                    flag, text, key));
     }
   }
@@ -193,6 +204,19 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
       log.n_ranks != run.nodes * run.gpus_per_node)
     throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
                                  log.n_ranks, run.nodes, run.gpus_per_node));
+  // nccl-tests -g: the header's nGpus, unless the spec says (a published excerpt may lack the header).
+  if (spec.gpus_per_thread)
+    run.knobs.gpus_per_thread = *spec.gpus_per_thread;
+  else if (log.run.n_gpus && *log.run.n_gpus >= 1)
+    run.knobs.gpus_per_thread = *log.run.n_gpus;
+  // nccl-tests -G: the header's "graph:" count, unless the spec says.
+  if (spec.cuda_graph)
+    run.knobs.cuda_graph = *spec.cuda_graph;
+  else if (log.run.graph)
+    run.knobs.cuda_graph = *log.run.graph > 0;
+  if (run.knobs.gpus_per_thread > run.gpus_per_node)
+    throw InputError(fmt::format("{}: {} GPUs per thread (nccl-tests -g) but {} GPUs per node", spec.file,
+                                 run.knobs.gpus_per_thread, run.gpus_per_node));
   for (const auto& row : log.rows) {
     if (row.size_bytes == 0 || !row.out_of_place) continue;
     if (spec.min_bytes > 0 && row.size_bytes < spec.min_bytes) continue;

@@ -36,6 +36,8 @@ struct RunSpec {
   std::string file;
   std::optional<std::string> cluster;
   std::optional<int> nodes, gpus_per_node;
+  std::optional<int> gpus_per_thread;  // nccl-tests -g (else the log header's nGpus, else 1)
+  std::optional<bool> cuda_graph;      // nccl-tests -G > 0 (else the log header's "graph:", else off)
   std::optional<std::string> op;
   std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
   sim::stack::Knobs knobs;
@@ -46,7 +48,8 @@ struct RunSpec {
 };
 
 // "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,
-// max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1). Throws InputError naming `flag`.
+// max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1), collnet (0/1), gpus_per_thread (nccl-tests -g),
+// cuda_graph (0/1, nccl-tests -G > 0). Throws InputError naming `flag`.
 RunSpec parse_run_spec(const std::string& text, const std::string& flag);
 
 // Reads the file, resolves the cluster (spec.cluster, else `default_cluster`), nodes and GPUs per

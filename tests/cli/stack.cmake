@@ -56,3 +56,29 @@ commstack_cli_error_test(NAME stack_calibrate_bad_loss
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
        --output /dev/null --loss l2
   MATCH "commstack: error: calibrate: --loss l2: expected cauchy or soft_l1")
+
+# nccl-tests -g: the Modal A100 log's header says nGpus 8, so one thread launches 8 kernels per call
+# (host floor 8 x launch_us); forcing -g 1 predicts the device-bound 1-thread-per-GPU floor instead.
+commstack_cli_test(NAME stack_validate_gpus_per_thread_from_header
+  ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
+       --nodes 1 --gpus-per-node 8 --profile calibration/profiles/a100.json --max-bytes 8 --breakdown
+  MATCH "8 +58.00 +([5-6][0-9]|4[5-9])\\.[0-9]+")
+commstack_cli_error_test(NAME stack_validate_gpus_per_thread_too_many
+  ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
+       --nodes 2 --gpus-per-node 4
+  MATCH "commstack: error: .*modal.txt: 8 GPUs per thread \\(nccl-tests -g\\) but 4 GPUs per node")
+commstack_cli_test(NAME stack_collective_collnet_on
+  ARGS collective --cluster dgx-a100 --nodes 16 --profile auto --collnet on -b 64M -e 64M --breakdown
+  MATCH "67108864 CollNet(Direct|Chain)/Simple/")
+commstack_cli_test(NAME stack_collective_nvls_off
+  ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --nvls off -b 64M -e 64M --breakdown
+  MATCH "67108864 Ring/")
+commstack_cli_error_test(NAME stack_collective_bad_collnet
+  ARGS collective --cluster dgx-a100 --nodes 2 --profile auto --collnet maybe
+  MATCH "commstack: error: --collnet: unknown 'maybe'; expected on or off")
+commstack_cli_test(NAME stack_collective_cuda_graph
+  ARGS collective --cluster dgx-a100 --nodes 1 --profile auto --gpus-per-thread 8 --cuda-graph on -b 8 -e 8 --breakdown
+  MATCH "# +8 Ring/LL/1 launch [0-9.]+ alg-lat")
+commstack_cli_error_test(NAME stack_collective_bad_cuda_graph
+  ARGS collective --cluster dgx-a100 --nodes 1 --profile auto --cuda-graph 2
+  MATCH "commstack: error: --cuda-graph: unknown '2'; expected on or off")
