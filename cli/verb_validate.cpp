@@ -255,7 +255,8 @@ void register_validate(CLI::App& app) {
   sub->add_option("--gpus-per-thread", o->gpus_per_thread,
                   "GPUs one host thread drives, nccl-tests -g (default: the log header's nGpus, else 1)");
   sub->add_option("--cuda-graph", o->cuda_graph,
-                  "on|off: the run replayed its calls from a CUDA graph, nccl-tests -G (default: the log header's graph:)");
+                  "on|off: the run replayed its calls from a CUDA graph, nccl-tests -G "
+                  "(default: the log header's graph:)");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
   sub->add_option("--algo", o->algo, "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect)");
   sub->add_option("--proto", o->proto, "Force protocols like NCCL_PROTO (ll, ll128, simple)");

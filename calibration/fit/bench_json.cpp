@@ -57,7 +57,7 @@ std::vector<BenchSeries> bench_series(const bench::BenchReport& rep, const std::
     res.op_source = "explicit";
     res.nccl_version = m.nccl_version;
     res.run.present = true;
-    res.run.n_gpus = m.nranks;
+    res.run.n_gpus = 1;  // nccl-tests' nGpus is GPUs per thread (-g): commstack-bench drives one GPU per rank
     res.run.warmup_iters = rep.settings.warmup;
     res.run.iters = rep.settings.iters;
     res.run.min_bytes = s.points.front().bytes;

@@ -114,7 +114,8 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
     } else {
       throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
-                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, gpus_per_thread, cuda_graph)",
+                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
+                                   "gpus_per_thread, cuda_graph)",
                                    flag, text, key));
     }
   }
@@ -257,7 +258,12 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   out.measured_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.measured_us * 1e-6) / 1e9;
   out.predicted_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.predicted_us * 1e-6) / 1e9;
-  out.below_hardware = out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
+  // Only a size whose predicted time is mostly moving bytes says anything about the hardware's
+  // bandwidth; a latency-bound largest size (a window of small sizes) is never flagged.
+  const auto& lb = last.prediction.breakdown;
+  const bool bandwidth_bound = lb.fabric_bandwidth_s + lb.transport_s + lb.protocol_s > 0.5 * last.prediction.time_s;
+  out.below_hardware =
+      bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
   return out;
 }
 
@@ -322,7 +328,11 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
     predictors.push_back(std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, run.knobs));
     for (std::size_t i = 0; i < run.bytes.size(); ++i)
       points.push_back({r, predictors.back()->choose(run.op, run.bytes[i]), run.measured_us[i] * 1e-6});
-    weights.push_back(1.0 / static_cast<double>(run.bytes.size()));
+    // One measurement campaign (one input file) weighs as much as one full sweep, whether it is
+    // one nccl-tests sweep or a table split into many 1-3 point runs (series / configs of one file).
+    const auto same_file =
+        std::count_if(runs.begin(), runs.end(), [&](const MeasuredRun& o) { return o.file == run.file; });
+    weights.push_back(1.0 / (static_cast<double>(run.bytes.size()) * static_cast<double>(same_file)));
   }
   Objective f{predictors, points, weights, prior, options};
 

@@ -311,10 +311,13 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
       // n >> g).
       if (g > 1) res.intra_Bps = S_bus / (S * (g - 1) / n) * B_n;
       if (N > 1) res.inter_Bps = geo_.nic_gpu_Bps;
-    } else {  // sendrecv: rank r sends S to r+1
-      steps.intra = g > 1 ? 1 : 0;
-      steps.inter = g > 1 ? 0 : 1;
-      if (g > 1)
+    } else {  // sendrecv: rank r sends S to r+1 (mod n); all pairs run at once, the slowest ends the call
+      // With more than one NVLink domain the pairs at a domain boundary (g-1 -> g, ..., n-1 -> 0) go
+      // through the sending GPU's NIC and pace the call (one network step at one NIC's rate), whatever
+      // the pairs inside a domain do over NVLink.
+      steps.intra = N == 1 ? 1 : 0;
+      steps.inter = N > 1 ? 1 : 0;
+      if (N == 1)
         res.intra_Bps = B_n;
       else
         res.inter_Bps = geo_.nic_gpu_Bps;

@@ -62,7 +62,11 @@ commstack_cli_error_test(NAME stack_calibrate_bad_loss
 commstack_cli_test(NAME stack_validate_gpus_per_thread_from_header
   ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
        --nodes 1 --gpus-per-node 8 --profile calibration/profiles/a100.json --max-bytes 8 --breakdown
-  MATCH "8 +58.00 +([5-6][0-9]|4[5-9])\\.[0-9]+")
+  MATCH "8 +58.00 +5[0-9]\\.[0-9]+ .*launch (3[0-9]|4[0-9])\\.")
+commstack_cli_test(NAME stack_validate_gpus_per_thread_one
+  ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
+       --nodes 1 --gpus-per-node 8 --profile calibration/profiles/a100.json --max-bytes 8 --gpus-per-thread 1
+  MATCH "8 +58.00 +(1[0-9]|2[0-9])\\.[0-9]+")
 commstack_cli_error_test(NAME stack_validate_gpus_per_thread_too_many
   ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
        --nodes 2 --gpus-per-node 4
