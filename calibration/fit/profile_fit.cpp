@@ -352,7 +352,27 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
         trial.params[static_cast<std::size_t>(i)].value = std::exp(x);
         return f(trial);
       };
-      auto [x, fx] = boost::math::tools::brent_find_minima(g, std::max(lo, x0 - 2.0), std::min(hi, x0 + 2.0), 40);
+      // A parameter can sit where the data do not depend on it (a per-channel cap above the rate
+      // the transport allows: zero slope), with a lower objective far away. Scan its whole
+      // physical range on a log grid first, then refine around the best grid point (or the
+      // current value) with Brent.
+      constexpr int kGrid = 24;
+      const double step = (hi - lo) / kGrid;
+      double centre = x0, f_centre = g(x0);
+      for (int k = 0; k <= kGrid; ++k) {
+        const double xk = lo + step * k;
+        const double fk = g(xk);
+        if (fk < f_centre) {
+          centre = xk;
+          f_centre = fk;
+        }
+      }
+      const double half = centre == x0 ? 2.0 : 2.0 * step;
+      auto [x, fx] = boost::math::tools::brent_find_minima(g, std::max(lo, centre - half), std::min(hi, centre + half), 40);
+      if (f_centre < fx) {
+        x = centre;
+        fx = f_centre;
+      }
       if (fx < best) {
         best = fx;
         v.value = std::exp(x);
