@@ -75,56 +75,27 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   spec.series = keys.series;
   spec.config = keys.config;
   if (keys.cluster && *keys.cluster != spec.cluster.value_or(*keys.cluster)) twice("cluster", "--cluster");
-  if (keys.nodes) {
-    if (spec.nodes) twice("nodes", "--nodes");
-    spec.nodes = keys.nodes;
-  }
-  if (keys.gpus_per_node) {
-    if (spec.gpus_per_node) twice("gpus_per_node", "--gpus-per-node");
-    spec.gpus_per_node = keys.gpus_per_node;
-  }
-  if (keys.gpus_per_thread) {
-    if (spec.gpus_per_thread) twice("gpus_per_thread", "--gpus-per-thread");
-    spec.gpus_per_thread = keys.gpus_per_thread;
-  }
-  if (keys.cuda_graph) {
-    if (spec.cuda_graph) twice("cuda_graph", "--cuda-graph");
-    spec.cuda_graph = keys.cuda_graph;
-  }
-  if (keys.knobs.collnet) {
-    if (spec.knobs.collnet) twice("collnet", "--collnet");
-    spec.knobs.collnet = true;
-  }
-  if (keys.op) {
-    if (spec.op) twice("op", "--op");
-    spec.op = keys.op;
-  }
-  if (keys.min_bytes) {
-    if (spec.min_bytes) twice("min_bytes", "--min-bytes");
-    spec.min_bytes = keys.min_bytes;
-  }
-  if (keys.max_bytes) {
-    if (spec.max_bytes) twice("max_bytes", "--max-bytes");
-    spec.max_bytes = keys.max_bytes;
-  }
+  // A key set in the spec (an engaged optional, a non-zero count, true) moves into `spec` unless the
+  // matching flag already set it.
+  auto fold = [&](const auto& from, auto& to, const char* key, const char* flag) {
+    if (!from) return;
+    if (to) twice(key, flag);
+    to = from;
+  };
+  fold(keys.nodes, spec.nodes, "nodes", "--nodes");
+  fold(keys.gpus_per_node, spec.gpus_per_node, "gpus_per_node", "--gpus-per-node");
+  fold(keys.gpus_per_thread, spec.gpus_per_thread, "gpus_per_thread", "--gpus-per-thread");
+  fold(keys.cuda_graph, spec.cuda_graph, "cuda_graph", "--cuda-graph");
+  fold(keys.knobs.collnet, spec.knobs.collnet, "collnet", "--collnet");
+  fold(keys.op, spec.op, "op", "--op");
+  fold(keys.min_bytes, spec.min_bytes, "min_bytes", "--min-bytes");
+  fold(keys.max_bytes, spec.max_bytes, "max_bytes", "--max-bytes");
   const auto& k = keys.knobs.env;
   auto& e = spec.knobs.env;
-  if (k.algo) {
-    if (e.algo) twice("algo", "--algo");
-    e.algo = k.algo;
-  }
-  if (k.proto) {
-    if (e.proto) twice("proto", "--proto");
-    e.proto = k.proto;
-  }
-  if (k.min_ctas) {
-    if (e.min_ctas) twice("min_ctas", "--min-channels");
-    e.min_ctas = k.min_ctas;
-  }
-  if (k.max_ctas) {
-    if (e.max_ctas) twice("max_ctas", "--max-channels");
-    e.max_ctas = k.max_ctas;
-  }
+  fold(k.algo, e.algo, "algo", "--algo");
+  fold(k.proto, e.proto, "proto", "--proto");
+  fold(k.min_ctas, e.min_ctas, "min_ctas", "--min-channels");
+  fold(k.max_ctas, e.max_ctas, "max_ctas", "--max-channels");
   if (k.nvls_enable != select::NcclEnv{}.nvls_enable) {
     if (e.nvls_enable != select::NcclEnv{}.nvls_enable) twice("nvls", "--nvls");
     e.nvls_enable = k.nvls_enable;
