@@ -45,6 +45,13 @@ int parse_int(const std::string& v, const std::string& what) {
   }
 }
 
+// An on/off run-spec key: 0 or 1, else InputError "<what>: expected 0 or 1<why>".
+bool parse_0_or_1(const std::string& v, const std::string& what, const char* why = "") {
+  const int x = parse_int(v, what);
+  if (x != 0 && x != 1) throw InputError(fmt::format("{}: expected 0 or 1{}", what, why));
+  return x == 1;
+}
+
 double mean(const std::vector<double>& v) {
   if (v.empty()) return 0;
   double s = 0;
@@ -98,17 +105,11 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
     } else if (key == "max_ctas") {
       spec.knobs.env.max_ctas = parse_int(value, what);
     } else if (key == "nvls") {
-      spec.knobs.env.nvls_enable = parse_int(value, what);
-      if (spec.knobs.env.nvls_enable != 0 && spec.knobs.env.nvls_enable != 1)
-        throw InputError(fmt::format("{}: expected 0 or 1", what));
+      spec.knobs.env.nvls_enable = parse_0_or_1(value, what) ? 1 : 0;
     } else if (key == "collnet") {
-      const auto v = parse_int(value, what);
-      if (v != 0 && v != 1) throw InputError(fmt::format("{}: expected 0 or 1 (NCCL_COLLNET_ENABLE)", what));
-      spec.knobs.collnet = v == 1;
+      spec.knobs.collnet = parse_0_or_1(value, what, " (NCCL_COLLNET_ENABLE)");
     } else if (key == "cuda_graph") {
-      const auto v = parse_int(value, what);
-      if (v != 0 && v != 1) throw InputError(fmt::format("{}: expected 0 or 1 (nccl-tests -G: 1 when > 0)", what));
-      spec.cuda_graph = v == 1;
+      spec.cuda_graph = parse_0_or_1(value, what, " (nccl-tests -G: 1 when > 0)");
     } else if (key == "gpus_per_thread") {
       spec.gpus_per_thread = parse_int(value, what);
       if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
