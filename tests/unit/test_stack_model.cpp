@@ -286,6 +286,27 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
         doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
 }
 
+TEST_CASE("stack: NVLS pays one loop more than its bandwidth term (reduce then multicast pipeline)") {
+  // One DGX H100, NVLS all-reduce: a loop is 16 channels x 8 heads x chunk. At 1 GiB the chunk is
+  // 128 KiB (16 MiB loops: 1/64 of the call), at 512 MiB 64 KiB (8 MiB loops: also 1/64); at
+  // 8 MiB (32 KiB chunks, 4 MiB loops) a half. No per-channel cap, no FIFO sync, to see the term.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = sim::stack::prior_profile(90);
+  prof.at(Param::cap_simple_GBps) = 2000;
+  prof.at(Param::chunk_sync_us) = 0;
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "nvls";
+  Predictor pr(spec, 1, 8, knobs);
+  for (const auto& [bytes, fraction] : {std::pair{1ull << 30, 1.0 / 64}, std::pair{512ull << 20, 1.0 / 64},
+                                        std::pair{8ull << 20, 1.0 / 2}}) {
+    CAPTURE(bytes);
+    const auto p = pr.predict(CollectiveOp::allreduce, bytes, prof);
+    CHECK(p.algorithm == "NVLS");
+    const auto& b = p.breakdown;
+    CHECK(b.protocol_s == doctest::Approx(fraction * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's network overhead") {
   // 2 x 8 H100, Ring/LL forced, 8 B all-reduce: 2 (n-1) = 30 steps, 2 of them across the network.
   // NCCL's model (tuning.cc) lets none of the 28 NVLink steps cost less than the proxy's per-step
