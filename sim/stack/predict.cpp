@@ -189,6 +189,7 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     c.proto = sel.proto;
     c.channels = sel.n_channels;
     c.algorithm = select::to_string(c.algo);
+    c.nccl_model_us = sel.best_time_us;
   } else {
     // Send/receive work: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) per peer, Simple above.
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);

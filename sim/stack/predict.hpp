@@ -92,6 +92,9 @@ public:
     // P2P inside one NVLink domain: FIFO steps of each channel's part of a peer's bytes (NCCL's
     // per-peer split, sim/protocol p2p_split); 0 when not modelled (LL, across the network).
     std::uint64_t p2p_steps = 0;
+    // NCCL's own time estimate for the chosen algorithm/protocol (ncclTopoGetAlgoTime, the number
+    // its tuner minimises), in us; < 0 where NCCL has no model (alltoall, sendrecv, one rank).
+    double nccl_model_us = -1;
   };
   Choice choose(CollectiveOp op, std::uint64_t bytes) const;
   Prediction evaluate(const Choice& choice, const Profile& profile) const;
