@@ -285,7 +285,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         // Multimem: each GPU pushes S (reductions) and pulls S (multicast) through its link;
         // all-gather / reduce-scatter move the bus bytes once.
         res.intra_Bps = op == CollectiveOp::allreduce ? B_n * bf : B_n;
-        res.eta_intra = eta_nvls;
+        res.eta_intra = algo == Algo::nvls_tree ? profile[Param::eta_nvlstree] : eta_nvls;
         if (N > 1) res.inter_Bps = B_nic * S_bus / (tree_egress * S);
         break;
       case Algo::collnet_direct:

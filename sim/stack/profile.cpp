@@ -41,6 +41,10 @@ constexpr std::array<ParamInfo, kNumParams> kInfo{{
     {"kernel_us", "us",
      "device-side fixed cost of one call (kernel start, work fetch, completion), not hidden by the host loop", 0.0,
      1000.0},
+    {"eta_nvlstree", "fraction",
+     "achieved / line rate of NVLS multimem traffic per GPU link inside NVLSTree (the kernel gives the NVLS copies "
+     "fewer warps to run the network tree)",
+     0.01, 1.0},
 }};
 
 std::string lower(std::string s) {
@@ -130,6 +134,9 @@ Profile prior_profile(int sm) {
   set(Param::nvls_latency_us, k.hw_latency_us[nvl][nvls][2], 1.0, tuning + "hwLat NVLINK NVLS/Simple");
   set(Param::eta_nvlink, 370.0 / 450.0, 0.3, "prior: sjeaugey, nccl-tests#212: ~370 of 450 GB/s NVLink4 with protocol overhead");
   set(Param::eta_nvls, 275.0 / 450.0, 0.3, "prior: sjeaugey, nccl-tests#212: NVLS all-reduce algbw ~275 GB/s on 450 GB/s NVLink4");
+  set(Param::eta_nvlstree, 275.0 / 450.0, 0.3,
+      "prior: eta_nvls's (sjeaugey, nccl-tests#212); NCCL's NVLSTree kernel gives scatter/gather 6 + 5 warps where "
+      "NVLS has 8 + 7 (src/device/all_reduce.h), no published rate");
   set(Param::eta_nic, 48.0 / 50.0, 0.2, "prior: AddyLaddy, nccl-tests#267: CX-7 NDR reaches 48-49 of 50 GB/s");
   set(Param::cap_ll_GBps, k.ll_max_bw[cc][0] / 16.0, 1.0, tuning + "llMaxBws (1 node) / 16 channels");
   set(Param::cap_ll128_GBps, k.per_ch_max_ring_ll128_bw[cc][0], 1.0, tuning + "perChMaxRingLL128Bws (1 node)");

@@ -29,8 +29,9 @@ enum class Param {
   cap_simple_GBps,
   chunk_sync_us,        // per chunk a channel waits on the FIFO flags of one slot (Simple/LL128/LL)
   kernel_us,            // device-side fixed cost of one call (kernel start, work fetch, completion flag)
+  eta_nvlstree,         // eta_nvls inside NVLSTree, whose kernel shares its warps with the network tree
 };
-inline constexpr int kNumParams = 16;
+inline constexpr int kNumParams = 17;
 
 struct ParamInfo {
   const char* name;

@@ -313,6 +313,32 @@ TEST_CASE("stack: NVLS pays one loop more than its bandwidth term (reduce then m
   }
 }
 
+TEST_CASE("stack: NVLSTree moves its NVLS traffic at eta_nvlstree, NVLS at eta_nvls") {
+  // Two DGX H100, 1 GiB all-reduce. NVLink part: 450 GB/s x busfactor 2 x 15/16 = 843.75 GB/s of
+  // bus bytes at line rate; network: 8 x 50 GB/s, one S per node on two nodes = 750 GB/s of bus
+  // bytes. With eta_nvlstree 0.5 the NVLS part (421.9 GB/s) is the achievable rate.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = sim::stack::prior_profile(90);
+  prof.at(Param::eta_nvls) = 0.9;
+  prof.at(Param::eta_nvlstree) = 0.5;
+  prof.at(Param::cap_simple_GBps) = 2000;
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "nvlstree";
+  Predictor pr(spec, 2, 8, knobs);
+  const std::uint64_t S = 1ull << 30;
+  const auto p = pr.predict(CollectiveOp::allreduce, S, prof);
+  REQUIRE(p.algorithm == "NVLSTree");
+  const double bus = S * 2.0 * 15 / 16;
+  CHECK(p.busbw_line_GBps == doctest::Approx(750));
+  CHECK(p.breakdown.transport_s == doctest::Approx(bus / (843.75e9 * 0.5) - bus / 750e9).epsilon(1e-9));
+  // One node, NVLS: eta_nvls applies (NVLink only: 450 x 2 x 7/8 = 787.5 GB/s of bus bytes).
+  knobs.env.algo = "nvls";
+  const auto q = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
+  REQUIRE(q.algorithm == "NVLS");
+  const double bus1 = S * 2.0 * 7 / 8;
+  CHECK(q.breakdown.transport_s == doctest::Approx(bus1 / (787.5e9 * 0.9) - bus1 / 787.5e9).epsilon(1e-9));
+}
+
 TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's network overhead") {
   // 2 x 8 H100, Ring/LL forced, 8 B all-reduce: 2 (n-1) = 30 steps, 2 of them across the network.
   // NCCL's model (tuning.cc) lets none of the 28 NVLink steps cost less than the proxy's per-step
