@@ -128,8 +128,8 @@ Reproduce (from the repository root, after building):
 
 For every run in `runs.tsv` the error below comes from a profile fitted **without** that run
 (leave-one-out across the runs of the same GPU generation; a run cut from a published table is
-left out together with the other runs of that table: same campaign, same machines). GH200 and
-GB200 have one run each:
+left out together with the other runs of that table: same campaign, same machines). GH200 has
+one run only:
 the run is split at its median size, the small half's fit predicts the large half and vice
 versa, and the table reports those predictions. In-sample columns use the shipped profile
 (fitted on all runs of the generation) and are shown for comparison only. MAPE in percent over

@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
+#include "sim/select/nccl_trees.hpp"
 
 namespace commstack::sim::stack {
 namespace {
@@ -246,7 +247,9 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   Resources res;
   const double B_n = geo_.nvlink_Bps;
   const double B_nic = geo_.nic_domain_Bps;
-  const double tree_egress = N == 2 ? 1.0 : 2.0;  // per node, in units of S (double binary tree)
+  // Per node, in units of S: the node with the most tree links in NCCL's double binary tree (1 on 2
+  // nodes, 1.5 on 3, 2 from 4 on).
+  const double tree_egress = select::nccl_dtree_max_egress(std::max(1, N));
   const double eta_p2p = profile[Param::eta_nvlink];
   const double eta_nvls = profile[Param::eta_nvls];
   const double eta_nic = profile[Param::eta_nic];

@@ -2,9 +2,12 @@
 // tables from published logs, and the algorithm/protocol choices in those logs.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <stdexcept>
 #include <string>
 
 #include "common/error.hpp"
+#include "sim/select/nccl_trees.hpp"
 #include "sim/select/nccl_tuner.hpp"
 
 using namespace commstack::select;
@@ -148,4 +151,34 @@ TEST_CASE("select: bad communicator shapes are InputErrors") {
   s = h100_3node();
   s.tree.bw_inter = -1;
   CHECK_THROWS_AS(tune_model(s), commstack::InputError);
+}
+
+TEST_CASE("select: NCCL's double binary tree (trees.cc) and its busiest node") {
+  // The 12-node drawing in NCCL's src/graph/trees.cc: first tree 0-8, 8 -> 4 10, 4 -> 2 6,
+  // 2 -> 1 3, 6 -> 5 7, 10 -> 9 11; the mirror tree 11-3, 3 -> 1 7, 1 -> 0 2, 7 -> 5 9, 5 -> 4 6,
+  // 9 -> 8 10.
+  using commstack::select::nccl_dtree;
+  auto children = [](const commstack::select::TreeLinks& t) { return std::array<int, 2>{t.down[0], t.down[1]}; };
+  CHECK(nccl_dtree(12, 0)[0].up == -1);
+  CHECK(children(nccl_dtree(12, 0)[0]) == std::array<int, 2>{-1, 8});
+  CHECK(children(nccl_dtree(12, 8)[0]) == std::array<int, 2>{4, 10});
+  CHECK(children(nccl_dtree(12, 4)[0]) == std::array<int, 2>{2, 6});
+  CHECK(children(nccl_dtree(12, 10)[0]) == std::array<int, 2>{9, 11});
+  CHECK(nccl_dtree(12, 11)[1].up == -1);
+  CHECK(children(nccl_dtree(12, 11)[1]) == std::array<int, 2>{-1, 3});
+  CHECK(children(nccl_dtree(12, 3)[1]) == std::array<int, 2>{7, 1});  // mirrored: child 0 is 11-4
+  CHECK(children(nccl_dtree(12, 1)[1]) == std::array<int, 2>{2, 0});
+  CHECK(nccl_dtree(12, 5)[1].up == 7);
+  // 3 nodes (odd: shifted second tree): 0 -> 2 -> 1 and 1 -> 0 -> 2. Nodes 0 and 2 are inner once
+  // and an end once: 3 links of S/2. 2 nodes: one link per tree. 4 and more: inner + leaf = 4 links.
+  CHECK(children(nccl_dtree(3, 2)[0]) == std::array<int, 2>{1, -1});
+  CHECK(nccl_dtree(3, 0)[1].up == 1);
+  CHECK(commstack::select::nccl_dtree_max_egress(1) == 0.0);
+  CHECK(commstack::select::nccl_dtree_max_egress(2) == 1.0);
+  CHECK(commstack::select::nccl_dtree_max_egress(3) == 1.5);
+  for (int n = 4; n <= 1024; ++n) {
+    CAPTURE(n);
+    CHECK(commstack::select::nccl_dtree_max_egress(n) == 2.0);
+  }
+  CHECK_THROWS_AS(commstack::select::nccl_dtree_max_egress(0), std::invalid_argument);
 }
