@@ -362,13 +362,18 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     b.protocol_s = (S_bus / capped - S_bus / transported) + extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
     if (!p2p && (algo == Algo::nvls || algo == Algo::nvls_tree)) {
       // NVLS pipeline fill. One loop of the NVLS kernel gives every (channel, head) pair a chunk;
-      // its reduce stage (multimem.ld_reduce) and its multicast stage (multimem.st) run one after
-      // the other, the reduce of loop k+1 overlapping the multicast of loop k, so a call takes
-      // loops + 1 loop-times: one loop's bytes at the achieved rate on top of the bandwidth term.
-      // This is what makes the H100 busbw jump where NCCL doubles the NVLS chunk (1 GiB on 8
-      // GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync alone predicts.
+      // a chunk goes through the stages of the loop one after the other: the reduction in the
+      // switch (multimem.ld_reduce), across domains one network hop up and one down per tree level
+      // (NVLSTree: the heads' sends and receives), and the multicast (multimem.st). Loop k+1
+      // enters a stage as loop k leaves it, so a call takes loops + stages - 1 loop-times: one
+      // loop's bytes at the achieved rate per stage beyond the first, on top of the bandwidth term.
+      // On one node (2 stages) this is what makes the H100 busbw jump where NCCL doubles the NVLS
+      // chunk (1 GiB on 8 GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync alone
+      // predicts; on two nodes (4 stages) what keeps NVLSTree 5-10% below its bandwidth bound up
+      // to 128 MiB (issue309 logs).
       const double loop_bytes = static_cast<double>(nch) * std::max(1, g) * out.chunk_bytes;
-      b.protocol_s += std::min(1.0, loop_bytes / S) * (S_bus / capped);
+      const double extra_stages = 1.0 + steps.inter;
+      b.protocol_s += extra_stages * std::min(1.0, loop_bytes / S) * (S_bus / capped);
     }
     if (choice.p2p_steps > 0) {
       // P2P Simple moves each chunk twice, sender into the FIFO slot and receiver out of it,

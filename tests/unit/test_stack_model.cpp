@@ -292,7 +292,7 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
         doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
 }
 
-TEST_CASE("stack: NVLS pays one loop more than its bandwidth term (reduce then multicast pipeline)") {
+TEST_CASE("stack: NVLS pays a loop per pipeline stage beyond the first (reduce, network hops, multicast)") {
   // One DGX H100, NVLS all-reduce: a loop is 16 channels x 8 heads x chunk. At 1 GiB the chunk is
   // 128 KiB (16 MiB loops: 1/64 of the call), at 512 MiB 64 KiB (8 MiB loops: also 1/64); at
   // 8 MiB (32 KiB chunks, 4 MiB loops) a half. No per-channel cap, no FIFO sync, to see the term.
@@ -311,6 +311,15 @@ TEST_CASE("stack: NVLS pays one loop more than its bandwidth term (reduce then m
     const auto& b = p.breakdown;
     CHECK(b.protocol_s == doctest::Approx(fraction * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
   }
+  // Two nodes, NVLSTree: a network hop up and one down between the reduction and the multicast,
+  // 4 stages, 3 loops on top. 1 GiB: 16 channels x 8 heads x 256 KiB chunks = 32 MiB loops.
+  knobs.env.algo = "nvlstree";
+  Predictor two(spec, 2, 8, knobs);
+  const auto p = two.predict(CollectiveOp::allreduce, 1ull << 30, prof);
+  REQUIRE(p.algorithm == "NVLSTree");
+  CHECK(p.chunk_bytes == 262144);
+  const auto& b = p.breakdown;
+  CHECK(b.protocol_s == doctest::Approx(3.0 / 32 * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
 }
 
 TEST_CASE("stack: NVLSTree moves its NVLS traffic at eta_nvlstree, NVLS at eta_nvls") {
