@@ -117,6 +117,16 @@ TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by hal
   // Two nodes: each node sends S once per direction vs 2(n-1)/n S for ring -> bus bound x 2(n-1)/n,
   // but the intra-node chain (2 S per GPU over 450 GB/s) binds first.
   CHECK(pt.busbw_line_GBps == doctest::Approx(std::min(400.0 * 30 / 16, 450.0 * 15 / 16)));
+  // With NVLink slower than the NICs (100 GB/s per GPU) the ring's NVLink hops bind: each GPU sends
+  // 7/8 of the ring's bytes over NVLink (one hop in eight leaves the node, from a different GPU per
+  // channel).
+  auto slow = spec;
+  slow.node.gpu_link_bandwidth_Bps = 100e9;
+  const auto pf = Predictor(slow, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
+  CHECK(pf.busbw_line_GBps == doctest::Approx(100.0 * 8 / 7));
+  // One node: every hop is NVLink.
+  const auto p1 = Predictor(spec, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
+  CHECK(p1.busbw_line_GBps == doctest::Approx(450.0));
 }
 
 TEST_CASE("stack: NVLink domain of GB200 NVL72 is one NCCL node") {
