@@ -144,6 +144,7 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   const int domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, nodes));
   geo_.nccl_nodes = (nodes + domain - 1) / domain;
   geo_.local_ranks = gpus_per_node * domain;
+  geo_.tree_egress = select::nccl_dtree_max_egress(geo_.nccl_nodes);
   geo_.sm = sm_of_gpu_model(spec.node.gpu_model);
   if (geo_.sm == 0)
     throw InputError(fmt::format("cluster {}: node.gpu_model \"{}\" is not a GPU generation the stack model knows "
@@ -247,9 +248,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   Resources res;
   const double B_n = geo_.nvlink_Bps;
   const double B_nic = geo_.nic_domain_Bps;
-  // Per node, in units of S: the node with the most tree links in NCCL's double binary tree (1 on 2
-  // nodes, 1.5 on 3, 2 from 4 on).
-  const double tree_egress = select::nccl_dtree_max_egress(std::max(1, N));
+  const double tree_egress = geo_.tree_egress;
   const double eta_p2p = profile[Param::eta_nvlink];
   const double eta_nvls = profile[Param::eta_nvls];
   const double eta_nic = profile[Param::eta_nic];

@@ -62,6 +62,9 @@ struct CommGeometry {
   int gpus_per_node = 1;
   int nccl_nodes = 1;     // NVLink domains: NCCL's nNodes (an NVL72 rack is one)
   int local_ranks = 1;    // ranks per NVLink domain
+  // Tree across domains: what the busiest domain sends per all-reduce, in units of the buffer (NCCL's
+  // double binary tree, sim/select/nccl_trees: 1 on 2 domains, 1.5 on 3, 2 from 4 on).
+  double tree_egress = 0;
   int sm = 90;
   bool nvswitch = true;   // GPUs meet in an NVSwitch (NVLS possible); false for PCIe or direct NVLink
   double nvlink_Bps = 0;  // per GPU per direction, line rate
