@@ -9,6 +9,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "sim/algorithms/collective.hpp"
 
 namespace commstack::fit {
 
@@ -216,6 +217,19 @@ std::string to_string(NcclTestsOp op) {
     case NcclTestsOp::unknown: break;
   }
   return "unknown";
+}
+
+std::optional<sim::CollectiveOp> collective_op_of(NcclTestsOp op) {
+  switch (op) {
+    case NcclTestsOp::all_reduce: return sim::CollectiveOp::allreduce;
+    case NcclTestsOp::all_gather: return sim::CollectiveOp::allgather;
+    case NcclTestsOp::reduce_scatter: return sim::CollectiveOp::reducescatter;
+    case NcclTestsOp::alltoall: return sim::CollectiveOp::alltoall;
+    case NcclTestsOp::broadcast: return sim::CollectiveOp::broadcast;
+    case NcclTestsOp::reduce: return sim::CollectiveOp::reduce;
+    case NcclTestsOp::sendrecv: return sim::CollectiveOp::sendrecv;
+    default: return std::nullopt;
+  }
 }
 
 NcclTestsOp nccl_tests_op_from_name(std::string_view name) {

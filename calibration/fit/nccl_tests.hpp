@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+namespace commstack::sim {
+enum class CollectiveOp;  // sim/algorithms/collective.hpp
+}
+
 namespace commstack::fit {
 
 enum class NcclTestsOp {
@@ -28,6 +32,9 @@ enum class NcclTestsOp {
 std::string to_string(NcclTestsOp op);
 // "all_reduce", "all_reduce_perf", "allreduce", "AllReduce" -> all_reduce; unknown names -> unknown.
 NcclTestsOp nccl_tests_op_from_name(std::string_view name);
+// The simulator's collective for an nccl-tests op; nullopt for those it does not model (gather,
+// scatter, hypercube, unknown).
+std::optional<sim::CollectiveOp> collective_op_of(NcclTestsOp op);
 
 // One timed half of a row (out-of-place or in-place).
 struct NcclTestsTiming {

@@ -21,19 +21,6 @@ namespace {
 using sim::stack::Param;
 using sim::stack::Profile;
 
-std::optional<sim::CollectiveOp> op_of(NcclTestsOp op) {
-  switch (op) {
-    case NcclTestsOp::all_reduce: return sim::CollectiveOp::allreduce;
-    case NcclTestsOp::all_gather: return sim::CollectiveOp::allgather;
-    case NcclTestsOp::reduce_scatter: return sim::CollectiveOp::reducescatter;
-    case NcclTestsOp::alltoall: return sim::CollectiveOp::alltoall;
-    case NcclTestsOp::broadcast: return sim::CollectiveOp::broadcast;
-    case NcclTestsOp::reduce: return sim::CollectiveOp::reduce;
-    case NcclTestsOp::sendrecv: return sim::CollectiveOp::sendrecv;
-    default: return std::nullopt;
-  }
-}
-
 int parse_int(const std::string& v, const std::string& what) {
   try {
     std::size_t pos = 0;
@@ -169,7 +156,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   } else {
     log = parse_nccl_tests_file(spec.file, hint);
   }
-  auto op = op_of(log.op);
+  auto op = collective_op_of(log.op);
   if (!op)
     throw InputError(fmt::format("{}: cannot use this run: its collective ({}) is not one the stack model predicts "
                                  "(all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv); "

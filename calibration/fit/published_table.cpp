@@ -9,6 +9,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "sim/algorithms/collective.hpp"
 
 namespace commstack::fit {
 namespace {
@@ -91,15 +92,17 @@ double rounding_bound(std::string_view token) {
   return 0.5 * std::pow(10.0, -decimals);
 }
 
+// nccl-tests' busbw = algbw x this; 1 (busbw = algbw) for ops the simulator does not model.
 double bus_factor(NcclTestsOp op, int ranks) {
-  const double n = ranks;
-  switch (op) {
-    case NcclTestsOp::all_reduce: return 2 * (n - 1) / n;
-    case NcclTestsOp::all_gather:
-    case NcclTestsOp::reduce_scatter:
-    case NcclTestsOp::alltoall: return (n - 1) / n;
-    default: return 1;  // broadcast, reduce, sendrecv (nccl-tests: busbw = algbw)
-  }
+  const auto c = collective_op_of(op);
+  return c ? sim::bus_bandwidth_factor(*c, ranks) : 1.0;
+}
+
+// Adds `item` to a ", "-separated list of the distinct values a column holds (for error messages).
+void add_distinct(std::string& list, std::string_view item) {
+  for (const auto part : split_commas(list))
+    if (part == item) return;
+  list += (list.empty() ? "" : ", ") + std::string(item);
 }
 
 struct Point {
@@ -234,10 +237,7 @@ PublishedTableRun parse_multi_op(const Csv& csv, const std::string& origin,
       col = static_cast<int>(i);
   }
   std::string configs;
-  for (const auto& r : csv.rows) {
-    const std::string c(r.cells[c_config]);
-    if (configs.find(c) == std::string::npos) configs += (configs.empty() ? "" : ", ") + c;
-  }
+  for (const auto& r : csv.rows) add_distinct(configs, r.cells[c_config]);
   if (sel.series)
     throw InputError(fmt::format(
         "{}: series=... selects a column of a busbw-series table; here say config=NAME,op=NAME", origin));
@@ -299,9 +299,8 @@ PublishedTableRun parse_peak_summary(const Csv& csv, const std::string& origin,
              c_size = csv.need("at_size", origin, kFormat);
   std::string scopes, colls;
   for (const auto& r : csv.rows) {
-    const std::string s(r.cells[c_scope]), c(r.cells[c_coll]);
-    if (scopes.find(s) == std::string::npos) scopes += (scopes.empty() ? "" : ", ") + s;
-    if (colls.find(c) == std::string::npos) colls += (colls.empty() ? "" : ", ") + c;
+    add_distinct(scopes, r.cells[c_scope]);
+    add_distinct(colls, r.cells[c_coll]);
   }
   if (sel.series)
     throw InputError(fmt::format(
