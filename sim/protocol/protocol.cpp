@@ -33,12 +33,15 @@ double chunk_data_bytes(const ChunkInputs& in) {
   const std::uint64_t ch = static_cast<std::uint64_t>(std::max(1, in.channels));
   if (in.algo == Algo::nvls) {
     // Small calls get smaller chunks so every (channel, head) pair still has work.
-    chunk = std::min<std::uint64_t>(chunk, 131072);
+    chunk = std::min(chunk, kNvlsChunkBytes);
     const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
     if (in.bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
     if (in.bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
     if (in.bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
   } else if (in.algo == Algo::nvls_tree) {
+    // NCCL >= 2.22 (src/enqueue.cc calcCollChunking): the NVLS chunk, at most 64 KiB on 4 or more
+    // nodes. Older versions started from the Simple slot (512 KiB): 4x the pipeline's fill.
+    chunk = std::min(kNvlsChunkBytes, in.nodes >= 4 ? std::uint64_t{65536} : kNvlsChunkBytes);
     const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
     if (in.bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
     if (in.bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;

@@ -17,6 +17,8 @@ double wire_efficiency(select::Proto proto);
 // Simple 4 MiB (NCCL_BUFFSIZE). A FIFO has NCCL_STEPS = 8 slots.
 std::uint64_t default_buffer_bytes(select::Proto proto);
 inline constexpr int kNcclSteps = 8;
+// NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc): the largest NVLS and NVLSTree chunk.
+inline constexpr std::uint64_t kNvlsChunkBytes = 131072;
 
 struct ChunkInputs {
   select::Algo algo = select::Algo::ring;
@@ -25,11 +27,13 @@ struct ChunkInputs {
   int channels = 1;
   int nvls_heads = 1;       // NVLS: GPUs whose memory the switch reduces (local ranks)
   int tree_depth = 1;       // Tree: depth of the tree (chain inside node + log2 nodes)
+  int nodes = 1;            // NVLSTree: NVLink domains the tree spans (comm->nNodes)
   std::uint64_t buffer_bytes = 0;  // 0 = default_buffer_bytes(proto)
 };
 
 // User-data bytes one channel moves per chunk, following calcCollChunking: Ring/Simple uses
-// stepSize * chunkSteps (4 of 8 slots), NVLS and NVLSTree shrink the chunk for small calls,
+// stepSize * chunkSteps (4 of 8 slots), NVLS and NVLSTree start from NCCL_NVLS_CHUNKSIZE (NVLSTree
+// on 4 or more domains from 64 KiB, NCCL_NVLSTREE_MAX_CHUNKSIZE) and shrink it for small calls,
 // Tree/Simple halves it until every channel has enough chunks to fill the tree. LL and LL128
 // chunks are one slot, of which wire_efficiency() is data.
 double chunk_data_bytes(const ChunkInputs& in);

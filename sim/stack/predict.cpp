@@ -339,6 +339,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   ci.channels = nch;
   ci.nvls_heads = g;
   ci.tree_depth = (g - 1) + ceil_log2(N) + 1;
+  ci.nodes = N;
   ci.buffer_bytes = proto == Proto::simple ? knobs_.buffsize : 0;
   out.chunk_bytes = protocol::chunk_data_bytes(ci);
 
@@ -362,7 +363,16 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;
     b.transport_s = S_bus / transported - S_bus / line;
-    b.protocol_s = (S_bus / capped - S_bus / transported) + extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
+    // The per-chunk FIFO sync is GPU work, in series with the GPU's copies. When the network is
+    // the slower stage of the pipeline (GPU copies -> proxy -> NIC), the GPU stage has slack and
+    // its syncs hide behind the NIC: only what the GPU stage takes beyond the NIC stage shows.
+    double sync_s = extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
+    if (res.inter_Bps * res.eta_inter < res.intra_Bps * res.eta_intra) {
+      const double gpu_Bps = std::min(res.intra_Bps * res.eta_intra * protocol::wire_efficiency(proto),
+                                      nch * cap_param(profile, proto) * 1e9);
+      sync_s = std::max(0.0, S_bus / gpu_Bps + sync_s - S_bus / capped);
+    }
+    b.protocol_s = (S_bus / capped - S_bus / transported) + sync_s;
     if (!p2p && (algo == Algo::nvls || algo == Algo::nvls_tree)) {
       // NVLS pipeline fill. One loop of the NVLS kernel gives every (channel, head) pair a chunk;
       // a chunk goes through the stages of the loop one after the other: the reduction in the

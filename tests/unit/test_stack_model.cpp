@@ -322,14 +322,42 @@ TEST_CASE("stack: NVLS pays a loop per pipeline stage beyond the first (reduce, 
     CHECK(b.protocol_s == doctest::Approx(fraction * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
   }
   // Two nodes, NVLSTree: a network hop up and one down between the reduction and the multicast,
-  // 4 stages, 3 loops on top. 1 GiB: 16 channels x 8 heads x 256 KiB chunks = 32 MiB loops.
+  // 4 stages, 3 loops on top. 1 GiB: 16 channels x 8 heads x 128 KiB chunks (NCCL_NVLS_CHUNKSIZE,
+  // NCCL >= 2.22; older versions started from the 512 KiB Simple slot) = 16 MiB loops.
   knobs.env.algo = "nvlstree";
   Predictor two(spec, 2, 8, knobs);
   const auto p = two.predict(CollectiveOp::allreduce, 1ull << 30, prof);
   REQUIRE(p.algorithm == "NVLSTree");
-  CHECK(p.chunk_bytes == 262144);
+  CHECK(p.chunk_bytes == 131072);
   const auto& b = p.breakdown;
-  CHECK(b.protocol_s == doctest::Approx(3.0 / 32 * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
+  CHECK(b.protocol_s == doctest::Approx(3.0 / 64 * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
+  // From 4 nodes NCCL caps the NVLSTree chunk at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE's default).
+  const auto q = Predictor(spec, 4, 8, knobs).predict(CollectiveOp::allreduce, 1ull << 30, prof);
+  REQUIRE(q.algorithm == "NVLSTree");
+  CHECK(q.chunk_bytes == 65536);
+}
+
+TEST_CASE("stack: the per-chunk sync hides behind the network when the NIC is the slower stage") {
+  // Ring/Simple all-reduce of 1 GiB. Two DGX H100: the NICs (8 x 50 GB/s) are slower than NVLink
+  // (450 GB/s per GPU), so a small per-chunk GPU sync leaves the time unchanged, and a large one
+  // shows only by what the GPU stage then takes beyond the NIC stage. One node: NVLink is the only
+  // stage, every chunk's sync adds in series.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = sim::stack::prior_profile(90);
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "simple";
+  const std::uint64_t S = 1ull << 30;
+  auto time_with_sync = [&](int nodes, double sync_us) {
+    Profile p = prof;
+    p.at(Param::chunk_sync_us) = sync_us;
+    return Predictor(spec, nodes, 8, knobs).predict(CollectiveOp::allreduce, S, p).time_s;
+  };
+  CHECK(time_with_sync(2, 0.01) == doctest::Approx(time_with_sync(2, 0)).epsilon(1e-12));
+  const double slow = time_with_sync(2, 100);
+  CHECK(slow > time_with_sync(2, 0) * 1.05);
+  CHECK(slow < time_with_sync(2, 0) + (time_with_sync(1, 100) - time_with_sync(1, 0)));  // partly hidden
+  CHECK(time_with_sync(1, 0.01) > time_with_sync(1, 0));
 }
 
 TEST_CASE("stack: NVLSTree moves its NVLS traffic at eta_nvlstree, NVLS at eta_nvls") {
