@@ -42,6 +42,11 @@ double chunk_data_bytes(const ChunkInputs& in);
 // (src/enqueue.cc addP2pToPlan / scheduleP2pTasksToPlan, src/graph/paths.cc
 // ncclTopoComputeP2pChannels). The P2P chunk is NCCL_P2P_NVL_CHUNKSIZE (512 KiB) over NVLink,
 // NCCL_P2P_NET_CHUNKSIZE (128 KiB) across the network.
+// Share of a channel's copy rate (cap_<proto>_GBps) one direction of a send/receive gets: NCCL's
+// P2P kernel gives a work's receive (w-1)/2 of its w warps and its send the rest
+// (src/device/sendrecv.h), where a ring channel's warps do recv, reduce and send in one pass.
+inline constexpr double kP2pDirectionShare = 0.5;
+
 struct P2pInputs {
   std::uint64_t peer_bytes = 0;  // bytes sent to one peer
   int ranks = 1;                 // ranks of the communicator

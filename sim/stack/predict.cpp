@@ -347,7 +347,11 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   if (n > 1) {
     const double line = std::min(res.intra_Bps, res.inter_Bps);
     const double transported = std::min(res.intra_Bps * res.eta_intra, res.inter_Bps * res.eta_inter);
-    const double capped = std::min(transported * protocol::wire_efficiency(proto), nch * cap_param(profile, proto) * 1e9);
+    // A P2P channel splits its warps between its send and its receive (src/device/sendrecv.h), so
+    // each direction gets half of what a channel copies; a ring channel's warps move its bytes in
+    // one recv-reduce-send pass.
+    const double p2p_share = p2p ? protocol::kP2pDirectionShare : 1.0;
+    const double capped = std::min(transported * protocol::wire_efficiency(proto), p2p_share * nch * cap_param(profile, proto) * 1e9);
     const double total_steps = steps.intra + steps.inter + steps.nvls;
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
@@ -369,7 +373,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     double sync_s = extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
     if (res.inter_Bps * res.eta_inter < res.intra_Bps * res.eta_intra) {
       const double gpu_Bps = std::min(res.intra_Bps * res.eta_intra * protocol::wire_efficiency(proto),
-                                      nch * cap_param(profile, proto) * 1e9);
+                                      p2p_share * nch * cap_param(profile, proto) * 1e9);
       sync_s = std::max(0.0, S_bus / gpu_Bps + sync_s - S_bus / capped);
     }
     b.protocol_s = (S_bus / capped - S_bus / transported) + sync_s;

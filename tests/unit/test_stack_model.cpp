@@ -302,6 +302,25 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
         doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
 }
 
+TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring channel all of it") {
+  // One DGX A100 with a 10 GB/s per-channel Simple cap well below NVLink (eta 1): a ring
+  // all-gather's channels reach the cap, a sendrecv's channels half of it (NCCL's P2P kernel
+  // splits a channel's warps between the send and the receive, src/device/sendrecv.h).
+  const auto spec = topologies::load_cluster("dgx-a100");
+  Profile prof = sim::stack::prior_profile(80);
+  prof.at(Param::eta_nvlink) = 1.0;
+  prof.at(Param::cap_simple_GBps) = 10;
+  Predictor pr(spec, 1, 8);
+  const auto ring = pr.predict(CollectiveOp::allgather, 1ull << 30, prof);
+  REQUIRE(ring.algorithm == "Ring");
+  REQUIRE(ring.proto == Proto::simple);
+  CHECK(ring.busbw_achievable_GBps == doctest::Approx(10.0 * ring.channels));
+  const auto p2p = pr.predict(CollectiveOp::sendrecv, 1ull << 30, prof);
+  REQUIRE(p2p.algorithm == "P2P");
+  REQUIRE(p2p.proto == Proto::simple);
+  CHECK(p2p.busbw_achievable_GBps == doctest::Approx(0.5 * 10.0 * p2p.channels));
+}
+
 TEST_CASE("stack: NVLS pays a loop per pipeline stage beyond the first (reduce, network hops, multicast)") {
   // One DGX H100, NVLS all-reduce: a loop is 16 channels x 8 heads x chunk. At 1 GiB the chunk is
   // 128 KiB (16 MiB loops: 1/64 of the call), at 512 MiB 64 KiB (8 MiB loops: also 1/64); at
