@@ -74,7 +74,8 @@ P2pSplit p2p_split(const P2pInputs& in) {
     part = div_up(b, static_cast<std::uint64_t>(ch));
   }
   out.channels = ch;
-  out.steps = div_up(div_up(b, static_cast<std::uint64_t>(ch)), chunk);
+  const std::uint64_t data = in.chunk_data_bytes > 0 ? in.chunk_data_bytes : chunk;
+  out.steps = div_up(div_up(b, static_cast<std::uint64_t>(ch)), data);
   return out;
 }
 

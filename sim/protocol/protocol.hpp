@@ -53,7 +53,8 @@ struct P2pInputs {
   int p2p_channels = 1;          // comm->p2pnChannels (a power of two)
   int channels_per_peer = 1;     // comm->p2pnChannelsPerPeer (a power of two)
   bool multi_node = false;       // nNodes > 1: smaller parts
-  std::uint64_t chunk_bytes = 524288;
+  std::uint64_t chunk_bytes = 524288;  // FIFO slot (stepSize): sets the part sizes
+  std::uint64_t chunk_data_bytes = 0;  // user data per slot (0: the whole slot, Simple; LL: half)
 };
 struct P2pSplit {
   int channels = 1;         // channels the peer's bytes are striped over

@@ -193,9 +193,14 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     c.algorithm = select::to_string(c.algo);
     c.nccl_model_us = sel.best_time_us;
   } else {
-    // Send/receive work: LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) per peer, Simple above.
+    // Send/receive work: LL while a peer's bytes fit p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD
+    // (16 KiB), Simple above (src/enqueue.cc addP2pToPlan). p2pnChannelsPerPeer is the fewest
+    // channels any peer allows (src/graph/paths.cc ncclTopoComputeP2pChannels): 2 x NVLinks per
+    // NVLink peer, capped by the communicator's channels, so all of them through an NVSwitch; 2 over
+    // PCIe and for a peer across the network.
+    const int channels_per_peer = (geo_.nccl_nodes == 1 && geo_.nvswitch) ? shape_.n_channels : 2;
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
-    c.proto = per_peer <= 16384 ? Proto::ll : Proto::simple;
+    c.proto = per_peer <= channels_per_peer * 16384.0 ? Proto::ll : Proto::simple;
     if (knobs_.env.proto) {
       select::Proto forced;
       if (!select::parse_proto(*knobs_.env.proto, forced))
@@ -203,16 +208,20 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
       c.proto = forced;
     }
     c.algorithm = "P2P";
-    if (geo_.nccl_nodes == 1 && c.proto == Proto::simple) {
+    if (geo_.nccl_nodes == 1 && c.proto != Proto::ll128) {
       // NCCL stripes each peer's bytes over a few channels in parts of NCCL_P2P_NVL_CHUNKSIZE
-      // steps. p2pnChannels is the communicator's channel count; per peer NCCL allows
+      // steps (Simple) or LL FIFO slots (64 KiB, half of it data). p2pnChannels is the communicator's channel count; per peer NCCL allows
       // 2 x (NVLink bandwidth to the peer / one link's) channels, more than that through an
       // NVSwitch, 2 over PCIe (src/graph/paths.cc ncclTopoGetNchannels).
       protocol::P2pInputs pi;
       pi.peer_bytes = static_cast<std::uint64_t>(per_peer);
       pi.ranks = n;
       pi.p2p_channels = shape_.n_channels;
-      pi.channels_per_peer = geo_.nvswitch ? shape_.n_channels : 2;
+      pi.channels_per_peer = channels_per_peer;
+      if (c.proto == Proto::ll) {
+        pi.chunk_bytes = protocol::default_buffer_bytes(Proto::ll) / protocol::kNcclSteps;
+        pi.chunk_data_bytes = pi.chunk_bytes / 2;  // 8 B of each 16 B LL line is data
+      }
       const protocol::P2pSplit split = protocol::p2p_split(pi);
       const int peers = op == CollectiveOp::alltoall ? n : 1;
       c.channels = std::min(shape_.n_channels, split.channels * peers);
@@ -393,7 +402,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
       b.protocol_s += extra_stages * std::min(1.0, loop_bytes / S) * (S_bus / capped);
     }
     if (choice.p2p_steps > 0) {
-      // P2P Simple moves each chunk twice, sender into the FIFO slot and receiver out of it,
+      // P2P (Simple and LL) moves each chunk twice, sender into the FIFO slot and receiver out of it,
       // pipelined over the FIFO steps: a part of s chunks takes s + 1 chunk times.
       b.protocol_s += S_bus / capped / static_cast<double>(choice.p2p_steps);
     }

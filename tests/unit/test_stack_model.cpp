@@ -302,6 +302,26 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
         doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
 }
 
+TEST_CASE("stack: send/receive uses LL up to p2pnChannelsPerPeer x 16 KiB per peer (addP2pToPlan)") {
+  // One HGX B200 (NVSwitch: every channel may serve a peer, 32): LL up to 512 KiB per peer, so an
+  // alltoall of 8 ranks is LL up to 4 MiB (the Vultr sweep's 4 MiB point is slower than its 8 MiB
+  // one). Two nodes: a peer across the network allows 2 channels, LL up to 32 KiB per peer.
+  const auto spec = topologies::load_cluster("hgx-b200");
+  const Profile prof = sim::stack::prior_profile(100);
+  Predictor one(spec, 1, 8);
+  const auto ll = one.predict(CollectiveOp::alltoall, 4ull << 20, prof);
+  CHECK(ll.proto == Proto::ll);
+  CHECK(ll.channels == 32);  // 512 KiB per peer: 4 parts (nChannelsMin) of 4 LL slots each, 8 peers
+  CHECK(one.predict(CollectiveOp::alltoall, 8ull << 20, prof).proto == Proto::simple);
+  // 8 KiB per peer fills one 8 KiB part (an LL slot / 8): 8 channels for the 8 peers.
+  CHECK(one.predict(CollectiveOp::alltoall, 64ull << 10, prof).channels == 8);
+  CHECK(one.predict(CollectiveOp::sendrecv, 512ull << 10, prof).proto == Proto::ll);
+  CHECK(one.predict(CollectiveOp::sendrecv, (512ull << 10) + 4, prof).proto == Proto::simple);
+  Predictor two(spec, 2, 8);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::ll);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (64ull << 10), prof).proto == Proto::simple);
+}
+
 TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring channel all of it") {
   // One DGX A100 with a 10 GB/s per-channel Simple cap well below NVLink (eta 1): a ring
   // all-gather's channels reach the cap, a sendrecv's channels half of it (NCCL's P2P kernel
