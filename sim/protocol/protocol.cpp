@@ -47,6 +47,17 @@ double chunk_data_bytes(const ChunkInputs& in) {
     if (in.bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
     if (in.bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
     if (in.bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  } else if (in.algo == Algo::tree && in.proto == Proto::ll128) {
+    // NCCL halves the Tree/LL128 chunk until every channel has enough of them for the tree's
+    // steps (1 + log2 nodes + 0.1 ppn): 64/ppn of them down to 128 KiB, 16/ppn down to 32 KiB.
+    const double ppn = std::max(1, in.ranks_per_node);
+    double log2n = 0;
+    for (int v = std::max(1, in.nodes); v > 1; v >>= 1) log2n += 1;
+    const double nsteps = 1 + log2n + 0.1 * ppn;
+    std::uint64_t data = chunk / 16 * 15;  // (chunk / LL128 line elements) x data elements
+    while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 64 / ppn && data > 131072) data /= 2;
+    while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 16 / ppn && data > 32768) data /= 2;
+    return static_cast<double>(data);
   } else if (in.algo == Algo::tree && in.proto == Proto::simple) {
     const std::uint64_t depth = static_cast<std::uint64_t>(std::max(1, in.tree_depth));
     while (in.bytes / (ch * chunk) < depth * 8 && chunk > 131072) chunk /= 2;

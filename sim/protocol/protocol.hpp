@@ -27,7 +27,8 @@ struct ChunkInputs {
   int channels = 1;
   int nvls_heads = 1;       // NVLS: GPUs whose memory the switch reduces (local ranks)
   int tree_depth = 1;       // Tree: depth of the tree (chain inside node + log2 nodes)
-  int nodes = 1;            // NVLSTree: NVLink domains the tree spans (comm->nNodes)
+  int nodes = 1;            // NVLSTree, Tree/LL128: NVLink domains the tree spans (comm->nNodes)
+  int ranks_per_node = 1;   // Tree/LL128: ranks per domain (ppn)
   std::uint64_t buffer_bytes = 0;  // 0 = default_buffer_bytes(proto)
 };
 

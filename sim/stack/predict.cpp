@@ -349,6 +349,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   ci.nvls_heads = g;
   ci.tree_depth = (g - 1) + ceil_log2(N) + 1;
   ci.nodes = N;
+  ci.ranks_per_node = g;
   ci.buffer_bytes = proto == Proto::simple ? knobs_.buffsize : 0;
   out.chunk_bytes = protocol::chunk_data_bytes(ci);
 

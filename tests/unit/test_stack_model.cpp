@@ -49,6 +49,17 @@ TEST_CASE("stack: NCCL chunk sizes (calcCollChunking)") {
   CHECK(sim::protocol::chunk_data_bytes(in) == 32768);
   in.bytes = 4u << 20;  // < 2 x 128 x 32 KiB
   CHECK(sim::protocol::chunk_data_bytes(in) == 16384);
+  // Tree/LL128 on 16 nodes x 8 GPUs, 16 channels: 1 + log2 16 + 0.1 x 8 = 5.8 tree steps; a slot
+  // holds 614400 B, 576000 of data. 1 GiB: 116 chunks per channel, >= 5.8 x 64 / 8: kept. 8 MiB:
+  // halved to 72000 (not above 128 KiB), then to 36000 (14 chunks per channel >= 5.8 x 16 / 8).
+  in.algo = Algo::tree;
+  in.proto = Proto::ll128;
+  in.nodes = 16;
+  in.ranks_per_node = 8;
+  in.bytes = 1u << 30;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 576000);
+  in.bytes = 8u << 20;
+  CHECK(sim::protocol::chunk_data_bytes(in) == 36000);
 }
 
 TEST_CASE("stack: layers add up to the total exactly") {
