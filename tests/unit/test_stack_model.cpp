@@ -2,7 +2,9 @@
 // exactly), closed forms of the bandwidth terms, and NCCL's choices on real logs.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include <doctest/doctest.h>
 
@@ -20,6 +22,15 @@ using sim::stack::Predictor;
 using sim::stack::Profile;
 using select::Algo;
 using select::Proto;
+
+namespace {
+// NCCL's prior for compute capability `sm` with some parameters set, to isolate one term.
+Profile prior_with(int sm, std::initializer_list<std::pair<Param, double>> values) {
+  Profile prof = sim::stack::prior_profile(sm);
+  for (const auto& [param, value] : values) prof.at(param) = value;
+  return prof;
+}
+}  // namespace
 
 TEST_CASE("stack: protocol wire efficiency is fixed by the line format") {
   CHECK(sim::protocol::wire_efficiency(Proto::ll) == 0.5);
@@ -297,9 +308,7 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
   // pipeline of sender and receiver copies takes 2 chunk times: the protocol layer adds the
   // bandwidth time once more. No per-channel cap, no FIFO sync, to see the term alone.
   const auto spec = topologies::load_cluster("hgx-b200");
-  Profile prof = sim::stack::prior_profile(100);
-  prof.at(Param::cap_simple_GBps) = 2000;
-  prof.at(Param::chunk_sync_us) = 0;
+  const Profile prof = prior_with(100, {{Param::cap_simple_GBps, 2000}, {Param::chunk_sync_us, 0}});
   Predictor pr(spec, 1, 8);
   const auto p = pr.predict(CollectiveOp::alltoall, 16ull << 20, prof);
   CHECK(p.algorithm == "P2P");
@@ -338,9 +347,7 @@ TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring 
   // all-gather's channels reach the cap, a sendrecv's channels half of it (NCCL's P2P kernel
   // splits a channel's warps between the send and the receive, src/device/sendrecv.h).
   const auto spec = topologies::load_cluster("dgx-a100");
-  Profile prof = sim::stack::prior_profile(80);
-  prof.at(Param::eta_nvlink) = 1.0;
-  prof.at(Param::cap_simple_GBps) = 10;
+  const Profile prof = prior_with(80, {{Param::eta_nvlink, 1.0}, {Param::cap_simple_GBps, 10}});
   Predictor pr(spec, 1, 8);
   const auto ring = pr.predict(CollectiveOp::allgather, 1ull << 30, prof);
   REQUIRE(ring.algorithm == "Ring");
