@@ -320,13 +320,14 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
       steps.intra = g > 1 ? 1 : 0;
       steps.inter = N > 1 ? 1 : 0;
       steps.posts = N > 1 ? n - g - 1 : 0;
-      // Per GPU: (g-1)/n of S over NVLink. Across domains "alltoall cannot aggregate the
-      // bandwidth of multiple NICs, so the performance you should see is the performance of a
-      // single NIC" (sjeaugey, nccl-tests#267): the bus bandwidth is bounded by one GPU's NIC,
-      // not by the domain's NICs sharing the g (n-g)/n S that leaves it (the two agree only when
-      // n >> g).
+      // Per GPU: (g-1)/n of S over NVLink and (n-g)/n of S through the network. Alltoall cannot
+      // aggregate NICs (each GPU's remote traffic leaves through one NIC, its own or, with PXN, the
+      // rail of the peer: the same load per NIC), so one NIC carries (n-g)/n of S and the bus
+      // bandwidth bound is (n-1)/(n-g) NICs: "on 2 nodes, 50% of the traffic is inter-node so you
+      // should see BusBW = 2x network bandwidth per GPU ... it will go down to 1x" with more nodes
+      // (sjeaugey, nccl-tests#130; nccl-tests#267's "performance of a single NIC" was on 6 nodes).
       if (g > 1) res.intra_Bps = S_bus / (S * (g - 1) / n) * B_n;
-      if (N > 1) res.inter_Bps = geo_.nic_gpu_Bps;
+      if (N > 1) res.inter_Bps = geo_.nic_gpu_Bps * (n - 1.0) / (n - g);
     } else {  // sendrecv: rank r sends S to r+1 (mod n); all pairs run at once, the slowest ends the call
       // With more than one NVLink domain the pairs at a domain boundary (g-1 -> g, ..., n-1 -> 0) go
       // through the sending GPU's NIC and pace the call (one network step at one NIC's rate), whatever

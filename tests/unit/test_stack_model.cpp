@@ -245,18 +245,23 @@ TEST_CASE("stack: one host thread driving G GPUs (nccl-tests -g G) pays G launch
                        InputError);
 }
 
-TEST_CASE("stack: alltoall across nodes is bounded by one NIC and serialises the remote peers") {
-  // 2 x 8 H100 with one 400 Gb/s NIC per GPU: the bus bandwidth bound across the network is one
-  // NIC (sjeaugey, nccl-tests#267); the 8 remote peers cost one network step and 7 more proxy posts.
+TEST_CASE("stack: alltoall across nodes is bounded by each NIC's share and serialises the remote peers") {
+  // 2 x 8 H100 with one 400 Gb/s NIC per GPU: each NIC carries the (n-g)/n = 8/16 of S its GPU
+  // sends off the node, so the bus bandwidth bound is 15/8 NICs (sjeaugey, nccl-tests#130: "2x"
+  // on 2 nodes, down to 1x with more); the 8 remote peers cost one network step and 7 more posts.
   const auto spec = topologies::load_cluster("dgx-h100");
   const Profile prof = sim::stack::prior_profile(90);
   Predictor pr(spec, 2, 8);
   const auto p = pr.predict(CollectiveOp::alltoall, 4ull << 30, prof);
   CHECK(p.algorithm == "P2P");
   CHECK(p.proto == Proto::simple);
-  CHECK(p.busbw_line_GBps == doctest::Approx(50.0));
+  CHECK(p.busbw_line_GBps == doctest::Approx(50.0 * 15 / 8));
   const double bus = (4ull << 30) * 15.0 / 16;
-  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / 50e9));
+  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx((4ull << 30) * 8.0 / 16 / 50e9));
+  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / (50e9 * 15 / 8)));
+  // 16 nodes: 120 of 128 GPUs' share leaves the node, the bound tends to one NIC (127/120).
+  const auto q = Predictor(spec, 16, 8).predict(CollectiveOp::alltoall, 4ull << 30, prof);
+  CHECK(q.busbw_line_GBps == doctest::Approx(50.0 * 127 / 120));
   CHECK(p.breakdown.algorithm_latency_s ==
         doctest::Approx((prof[Param::lat_nvlink_simple_us] + prof[Param::lat_net_simple_us] +
                          7 * prof[Param::lat_net_ll_us]) * 1e-6));
