@@ -1,6 +1,7 @@
 #include "sim/protocol/protocol.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace commstack::sim::protocol {
 
@@ -51,10 +52,9 @@ double chunk_data_bytes(const ChunkInputs& in) {
     // NCCL halves the Tree/LL128 chunk until every channel has enough of them for the tree's
     // steps (1 + log2 nodes + 0.1 ppn): 64/ppn of them down to 128 KiB, 16/ppn down to 32 KiB.
     const double ppn = std::max(1, in.ranks_per_node);
-    double log2n = 0;
-    for (int v = std::max(1, in.nodes); v > 1; v >>= 1) log2n += 1;
-    const double nsteps = 1 + log2n + 0.1 * ppn;
-    std::uint64_t data = chunk / 16 * 15;  // (chunk / LL128 line elements) x data elements
+    const auto log2_nodes = std::bit_width(static_cast<unsigned>(std::max(1, in.nodes))) - 1;  // NCCL's log2i
+    const double nsteps = 1 + log2_nodes + 0.1 * ppn;
+    auto data = static_cast<std::uint64_t>(static_cast<double>(chunk) * wire_efficiency(in.proto));
     while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 64 / ppn && data > 131072) data /= 2;
     while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 16 / ppn && data > 32768) data /= 2;
     return static_cast<double>(data);

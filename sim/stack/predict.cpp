@@ -210,9 +210,10 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     c.algorithm = "P2P";
     if (geo_.nccl_nodes == 1 && c.proto != Proto::ll128) {
       // NCCL stripes each peer's bytes over a few channels in parts of NCCL_P2P_NVL_CHUNKSIZE
-      // steps (Simple) or LL FIFO slots (64 KiB, half of it data). p2pnChannels is the communicator's channel count; per peer NCCL allows
-      // 2 x (NVLink bandwidth to the peer / one link's) channels, more than that through an
-      // NVSwitch, 2 over PCIe (src/graph/paths.cc ncclTopoGetNchannels).
+      // steps (Simple) or LL FIFO slots (64 KiB, half of it data). p2pnChannels is the
+      // communicator's channel count; per peer NCCL allows 2 x (NVLink bandwidth to the peer / one
+      // link's) channels, more than that through an NVSwitch, 2 over PCIe (src/graph/paths.cc
+      // ncclTopoGetNchannels).
       protocol::P2pInputs pi;
       pi.peer_bytes = static_cast<std::uint64_t>(per_peer);
       pi.ranks = n;
@@ -220,7 +221,8 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
       pi.channels_per_peer = channels_per_peer;
       if (c.proto == Proto::ll) {
         pi.chunk_bytes = protocol::default_buffer_bytes(Proto::ll) / protocol::kNcclSteps;
-        pi.chunk_data_bytes = pi.chunk_bytes / 2;  // 8 B of each 16 B LL line is data
+        pi.chunk_data_bytes = static_cast<std::uint64_t>(static_cast<double>(pi.chunk_bytes) *
+                                                         protocol::wire_efficiency(Proto::ll));
       }
       const protocol::P2pSplit split = protocol::p2p_split(pi);
       const int peers = op == CollectiveOp::alltoall ? n : 1;
@@ -357,12 +359,16 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   Breakdown& b = out.breakdown;
   if (n > 1) {
     const double line = std::min(res.intra_Bps, res.inter_Bps);
-    const double transported = std::min(res.intra_Bps * res.eta_intra, res.inter_Bps * res.eta_inter);
+    const double intra_achieved = res.intra_Bps * res.eta_intra;
+    const double inter_achieved = res.inter_Bps * res.eta_inter;
+    const double transported = std::min(intra_achieved, inter_achieved);
     // A P2P channel splits its warps between its send and its receive (src/device/sendrecv.h), so
     // each direction gets half of what a channel copies; a ring channel's warps move its bytes in
     // one recv-reduce-send pass.
     const double p2p_share = p2p ? protocol::kP2pDirectionShare : 1.0;
-    const double capped = std::min(transported * protocol::wire_efficiency(proto), p2p_share * nch * cap_param(profile, proto) * 1e9);
+    const double channels_Bps = p2p_share * nch * cap_param(profile, proto) * 1e9;
+    const double wire = protocol::wire_efficiency(proto);
+    const double capped = std::min(transported * wire, channels_Bps);
     const double total_steps = steps.intra + steps.inter + steps.nvls;
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
@@ -382,9 +388,8 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     // the slower stage of the pipeline (GPU copies -> proxy -> NIC), the GPU stage has slack and
     // its syncs hide behind the NIC: only what the GPU stage takes beyond the NIC stage shows.
     double sync_s = extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
-    if (res.inter_Bps * res.eta_inter < res.intra_Bps * res.eta_intra) {
-      const double gpu_Bps = std::min(res.intra_Bps * res.eta_intra * protocol::wire_efficiency(proto),
-                                      p2p_share * nch * cap_param(profile, proto) * 1e9);
+    if (inter_achieved < intra_achieved) {
+      const double gpu_Bps = std::min(intra_achieved * wire, channels_Bps);
       sync_s = std::max(0.0, S_bus / gpu_Bps + sync_s - S_bus / capped);
     }
     b.protocol_s = (S_bus / capped - S_bus / transported) + sync_s;
