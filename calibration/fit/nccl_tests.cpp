@@ -258,7 +258,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
 
   for (const auto& ln : lines) {
     if (done) break;
-    std::string_view raw = ln.text;
+    std::string_view raw = strip_launcher_prefix(ln.text);
     std::string_view body = trim(raw);
     if (body.empty()) continue;
 

@@ -73,7 +73,7 @@ OsuResult parse_osu(std::string_view text, const std::string& origin) {
   if (trim(text).empty()) throw InputError(fmt::format("{}: empty input, expected OSU micro-benchmark output", origin));
   bool in_table = false;
   for (const auto& ln : split_lines(text)) {
-    std::string_view body = trim(ln.text);
+    std::string_view body = trim(strip_launcher_prefix(ln.text));
     if (body.empty()) continue;
     if (body.front() == '#') {
       std::string_view h = body;

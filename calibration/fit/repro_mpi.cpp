@@ -18,7 +18,7 @@ ReproMpiResult parse_repro_mpi(std::string_view text, const std::string& origin)
   int col_test = -1, col_nrep = -1, col_count = -1, col_time = -1;
   std::size_t ncols = 0;
   for (const auto& ln : split_lines(text)) {
-    std::string_view body = trim(ln.text);
+    std::string_view body = trim(strip_launcher_prefix(ln.text));
     if (body.empty()) continue;
     if (body.front() == '#') {
       if (body.size() > 2 && body[1] == '@') {

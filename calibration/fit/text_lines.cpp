@@ -28,6 +28,83 @@ std::vector<Line> split_lines(std::string_view text) {
   return lines;
 }
 
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Number of leading decimal digits of text from position i.
+std::size_t digits_at(std::string_view text, std::size_t i) {
+  std::size_t n = 0;
+  while (i + n < text.size() && is_digit(text[i + n])) ++n;
+  return n;
+}
+
+// RFC 3339 timestamp and one space: 2025-01-31T12:00:00[.123456789](Z|+01:00|+0100) .
+std::size_t timestamp_prefix(std::string_view s) {
+  const char* shape = "dddd-dd-ddTdd:dd:dd";
+  std::size_t i = 0;
+  for (; shape[i] != 0; ++i) {
+    if (i >= s.size()) return 0;
+    if (shape[i] == 'd' ? !is_digit(s[i]) : s[i] != shape[i]) return 0;
+  }
+  if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+    const std::size_t n = digits_at(s, i + 1);
+    if (n == 0) return 0;
+    i += 1 + n;
+  }
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    if (digits_at(s, i + 1) == 2 && i + 3 < s.size() && s[i + 3] == ':' && digits_at(s, i + 4) == 2) i += 6;
+    else if (digits_at(s, i + 1) == 4) i += 5;
+    else return 0;
+  }
+  return i < s.size() && s[i] == ' ' ? i + 1 : 0;
+}
+
+// Open MPI --tag-output / --output tag: [job,rank]<stdout>: or <stderr>: (Open MPI 5 adds a space).
+std::size_t ompi_tag_prefix(std::string_view s) {
+  if (s.empty() || s[0] != '[') return 0;
+  std::size_t i = 1, n = digits_at(s, i);
+  if (n == 0 || i + n >= s.size() || s[i + n] != ',') return 0;
+  i += n + 1;
+  n = digits_at(s, i);
+  if (n == 0 || i + n >= s.size() || s[i + n] != ']') return 0;
+  i += n + 1;
+  for (std::string_view tag : {std::string_view("<stdout>:"), std::string_view("<stderr>:")})
+    if (s.substr(i, tag.size()) == tag) {
+      i += tag.size();
+      return i < s.size() && s[i] == ' ' ? i + 1 : i;
+    }
+  return 0;
+}
+
+// Slurm srun --label: the task id right-aligned, a colon and a space ("  3: ", "12: ").
+std::size_t slurm_label_prefix(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  const std::size_t n = digits_at(s, i);
+  if (n == 0 || i + n + 1 >= s.size() || s[i + n] != ':' || s[i + n + 1] != ' ') return 0;
+  return i + n + 2;
+}
+
+// MPICH -prepend-rank, Intel MPI -l: "[3] ".
+std::size_t rank_bracket_prefix(std::string_view s) {
+  if (s.empty() || s[0] != '[') return 0;
+  const std::size_t n = digits_at(s, 1);
+  if (n == 0 || 1 + n + 1 >= s.size() || s[1 + n] != ']' || s[2 + n] != ' ') return 0;
+  return n + 3;
+}
+
+}  // namespace
+
+std::string_view strip_launcher_prefix(std::string_view line) {
+  line.remove_prefix(timestamp_prefix(line));
+  if (const std::size_t n = ompi_tag_prefix(line)) return line.substr(n);
+  if (const std::size_t n = slurm_label_prefix(line)) return line.substr(n);
+  return line.substr(rank_bracket_prefix(line));
+}
+
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 std::vector<std::string_view> split_ws(std::string_view text) {

@@ -16,6 +16,14 @@ struct Line {
 };
 
 std::vector<Line> split_lines(std::string_view text);
+
+// The line without what a launcher or log collector put in front of each output line, so a
+// benchmark's output parses the same whether it was captured plainly or through
+// `mpirun --tag-output` ("[1,0]<stdout>:"), `srun --label` ("  3: "), MPICH / Intel MPI
+// `-prepend-rank` / `-l` ("[3] ") or `kubectl logs --timestamps` ("2025-01-31T12:00:00.123Z ").
+// Only these exact shapes are removed (one of each, timestamp first); any other line is returned
+// unchanged. Used by the parsers of benchmark output, not by the table or XML readers.
+std::string_view strip_launcher_prefix(std::string_view line);
 std::vector<std::string_view> split_ws(std::string_view text);
 std::string_view trim(std::string_view text);
 bool starts_with_ci(std::string_view text, std::string_view prefix);

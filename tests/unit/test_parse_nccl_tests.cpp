@@ -6,6 +6,7 @@
 #include <string>
 
 #include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 
 using namespace commstack::fit;
@@ -169,4 +170,75 @@ TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
   wrong.replace(wrong.find("     3\n"), 7, "   1.5\n");
   CHECK_THROWS_WITH_AS(parse_nccl_tests(wrong, "w.txt"), doctest::Contains("whole count or N/A"), commstack::InputError);
   CHECK_THROWS_AS(parse_nccl_tests_file("/nonexistent/file.txt"), commstack::InputError);
+}
+
+namespace {
+// kSmall with each line prefixed the way a launcher or log collector captures it.
+std::string with_prefix(const std::string& (*prefix)(int), const char* text) {
+  std::string out, line;
+  int n = 0;
+  for (const char* c = text; *c != 0; ++c) {
+    line += *c;
+    if (*c == '\n') {
+      out += prefix(n++) + line;
+      line.clear();
+    }
+  }
+  return out + line;
+}
+const std::string& ompi4(int) {
+  static const std::string p = "[1,0]<stdout>:";
+  return p;
+}
+const std::string& ompi5(int) {
+  static const std::string p = "[1,0]<stdout>: ";
+  return p;
+}
+const std::string& slurm(int) {
+  static const std::string p = " 0: ";
+  return p;
+}
+const std::string& mpich(int) {
+  static const std::string p = "[0] ";
+  return p;
+}
+const std::string& kubectl(int n) {
+  static std::string p;
+  p = n % 2 == 0 ? "2025-01-31T12:00:00.123456789Z " : "2025-01-31T12:00:01+01:00 ";
+  return p;
+}
+}  // namespace
+
+TEST_CASE("parse: nccl-tests output captured through mpirun --tag-output, srun --label, -prepend-rank, kubectl") {
+  const NcclTestsResult plain = parse_nccl_tests(kSmall, "small.txt", NcclTestsOp::all_reduce);
+  for (auto* prefix : {&ompi4, &ompi5, &slurm, &mpich, &kubectl}) {
+    const std::string text = with_prefix(prefix, kSmall);
+    const NcclTestsResult r = parse_nccl_tests(text, "prefixed.txt", NcclTestsOp::all_reduce);
+    CAPTURE(text.substr(0, 40));
+    CHECK(r.n_ranks == plain.n_ranks);
+    CHECK(r.n_hosts == plain.n_hosts);
+    CHECK(r.ranks[2].host == "node-b");
+    REQUIRE(r.rows.size() == plain.rows.size());
+    CHECK(r.rows[1].size_bytes == 16);
+    CHECK(r.rows[0].out_of_place->time_us == doctest::Approx(29.72));
+    CHECK(*r.rows[0].in_place->wrong == 3);
+    CHECK(*r.avg_busbw_GBps == doctest::Approx(0.0012));
+    CHECK(*r.run.iters == 20);
+  }
+}
+
+TEST_CASE("parse: a launcher prefix is removed only in its exact shape") {
+  using commstack::fit::detail::strip_launcher_prefix;
+  CHECK(strip_launcher_prefix("[1,12]<stderr>:x") == "x");
+  CHECK(strip_launcher_prefix("12: #  Rank") == "#  Rank");
+  CHECK(strip_launcher_prefix("[7] host:1:1 [7] NCCL INFO") == "host:1:1 [7] NCCL INFO");
+  CHECK(strip_launcher_prefix("2025-01-31T12:00:00Z [1,0]<stdout>:#  Rank") == "#  Rank");
+  // Not prefixes: a data row, a host:pid:tid NCCL line, a bracket without a space, a bad time.
+  CHECK(strip_launcher_prefix("           8             2     float") == "           8             2     float");
+  CHECK(strip_launcher_prefix("node12:4567:4567 [0] NCCL INFO") == "node12:4567:4567 [0] NCCL INFO");
+  CHECK(strip_launcher_prefix("12:34 x") == "12:34 x");
+  CHECK(strip_launcher_prefix("[0]x") == "[0]x");
+  CHECK(strip_launcher_prefix("[1,0]<stdin>:x") == "[1,0]<stdin>:x");
+  CHECK(strip_launcher_prefix("2025-01-31 12:00:00 x") == "2025-01-31 12:00:00 x");
+  CHECK(strip_launcher_prefix("") == "");
 }
