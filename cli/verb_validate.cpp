@@ -229,11 +229,19 @@ void register_validate(CLI::App& app) {
                   "on|off: the run replayed its calls from a CUDA graph, nccl-tests -G "
                   "(default: the log header's graph:)");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
-  sub->add_option("--algo", o->algo, "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect)");
-  sub->add_option("--proto", o->proto, "Force protocols like NCCL_PROTO (ll, ll128, simple)");
-  sub->add_option("--min-channels", o->min_channels, "Like NCCL_MIN_CTAS");
-  sub->add_option("--max-channels", o->max_channels, "Like NCCL_MAX_CTAS");
-  sub->add_option("--nvls", o->nvls, "on|off, like NCCL_NVLS_ENABLE (1 or 0)");
+  sub->add_option("--algo", o->algo,
+                  "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect); "
+                  "default: the NCCL_ALGO the log shows "
+                  "(NCCL INFO 'set by environment', mpirun -x), else NCCL's choice");
+  sub->add_option(
+      "--proto", o->proto,
+      "Force protocols like NCCL_PROTO (ll, ll128, simple); default: the log's NCCL_PROTO, as for --algo");
+  sub->add_option("--min-channels", o->min_channels,
+                  "Like NCCL_MIN_CTAS (default: the log's NCCL_MIN_CTAS / NCCL_MIN_NCHANNELS)");
+  sub->add_option("--max-channels", o->max_channels,
+                  "Like NCCL_MAX_CTAS (default: the log's NCCL_MAX_CTAS / NCCL_MAX_NCHANNELS)");
+  sub->add_option("--nvls", o->nvls,
+                  "on|off, like NCCL_NVLS_ENABLE (1 or 0; default: the log's NCCL_NVLS_ENABLE)");
   sub->add_option("--collnet", o->collnet, "on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
   sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
   sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");

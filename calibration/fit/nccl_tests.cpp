@@ -244,6 +244,67 @@ NcclTestsOp nccl_tests_op_from_name(std::string_view name) {
   return NcclTestsOp::unknown;
 }
 
+namespace {
+
+bool is_env_name(std::string_view name) {
+  if (name.size() <= 5 || name.substr(0, 5) != "NCCL_") return false;
+  for (char c : name)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+std::string_view unquote(std::string_view v) {
+  while (!v.empty() && (v.front() == '"' || v.front() == '\'')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == '"' || v.back() == '\'' || v.back() == ';')) v.remove_suffix(1);
+  return v;
+}
+
+// "host:pid:tid [0] NCCL INFO NCCL_ALGO set by environment to Ring" (NCCL's ncclGetEnv report).
+void note_env_from_info(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
+  constexpr std::string_view kSet = " set by environment to ";
+  const auto at = body.find(kSet);
+  if (at == std::string_view::npos) return;
+  const auto name_toks = split_ws(body.substr(0, at));
+  const auto value_toks = split_ws(body.substr(at + kSet.size()));
+  if (name_toks.empty() || value_toks.empty() || !is_env_name(name_toks.back())) return;
+  std::string_view value = value_toks[0];
+  if (value_toks.size() == 1 && value.size() > 1 && value.back() == '.')
+    value.remove_suffix(1);  // "... to 2."
+  env.try_emplace(std::string(name_toks.back()), NcclTestsEnvSetting{std::string(value), line});
+}
+
+// VAR=value words of a launcher line: "mpirun -x NCCL_ALGO=Ring ...", "srun --export=ALL,NCCL_PROTO=Simple",
+// "NCCL_MIN_CTAS=24 ./all_reduce_perf", "export NCCL_ALGO=Tree".
+void note_env_from_command(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
+  for (auto tok : split_ws(body)) {
+    std::size_t pos = 0;
+    while (pos < tok.size()) {
+      const auto start = tok.find("NCCL_", pos);
+      if (start == std::string_view::npos) break;
+      // The name must start the word or follow '=' / ',' (--export=A,NCCL_X=1, --env=NCCL_X=1).
+      if (start > 0 && tok[start - 1] != ',' && tok[start - 1] != '=' && tok[start - 1] != '"' &&
+          tok[start - 1] != '\'') {
+        pos = start + 5;
+        continue;
+      }
+      const auto eq = tok.find('=', start);
+      const auto comma = tok.find(',', start);
+      if (eq == std::string_view::npos || (comma != std::string_view::npos && comma < eq)) {
+        pos = start + 5;
+        continue;
+      }
+      const std::string_view name = tok.substr(start, eq - start);
+      const auto end = comma == std::string_view::npos ? tok.size() : comma;
+      const std::string_view value = unquote(tok.substr(eq + 1, end - eq - 1));
+      if (is_env_name(name) && !value.empty())
+        env.try_emplace(std::string(name), NcclTestsEnvSetting{std::string(value), line});
+      pos = end;
+    }
+  }
+}
+
+}  // namespace
+
 NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint) {
   NcclTestsResult res;
   res.origin = origin;
@@ -267,8 +328,11 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       auto toks = split_ws(body.substr(p + 13));
       if (!toks.empty()) res.nccl_version = clean_version(toks[0]);
     }
-    if (body.find("NCCL INFO") != std::string_view::npos || body.find("NCCL WARN") != std::string_view::npos)
+    if (body.find("NCCL INFO") != std::string_view::npos ||
+        body.find("NCCL WARN") != std::string_view::npos) {
+      if (!in_table || res.rows.empty()) note_env_from_info(body, ln.number, res.env);
       continue;  // interleaved NCCL debug output
+    }
 
     if (body.front() == '#') {
       std::string_view h = trim(strip_hashes(body));
@@ -354,7 +418,8 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       continue;
     }
     if (!in_table) {
-      // Launcher output before the table: look for the benchmark binary on a command line.
+      // Launcher output before the table: NCCL_* settings on a command line, and the benchmark binary.
+      note_env_from_command(body, ln.number, res.env);
       if (op_cmd == NcclTestsOp::unknown)
         for (auto tok : split_ws(body)) {
           auto slash = tok.rfind('/');

@@ -5,6 +5,7 @@
 // busbw / #wrong, optional -I per-iteration columns i_min i_max i_p99 i_cv%) and the footer.
 // Formats and inference rules are described in docs/measurement-formats.md.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,12 @@ struct NcclTestsRunHeader {
   std::optional<std::uint64_t> min_bytes, max_bytes;
 };
 
+// An NCCL environment variable the output shows set for the run, and the line that shows it.
+struct NcclTestsEnvSetting {
+  std::string value;
+  int line = 0;
+};
+
 struct NcclTestsResult {
   std::string origin;
   NcclTestsOp op = NcclTestsOp::unknown;
@@ -94,6 +101,11 @@ struct NcclTestsResult {
   bool elided = false;  // "..." lines: a published excerpt left rows or rank lines out
   std::optional<double> avg_busbw_GBps;      // footer "# Avg bus bandwidth"
   std::optional<std::int64_t> out_of_bounds;  // footer "# Out of bounds values"
+  // NCCL_* variables set for this run, as the output shows them before its table ends: NCCL's own
+  // "NCCL INFO <VAR> set by environment to <value>" lines (NCCL_DEBUG=INFO) and VAR=value words
+  // on launcher lines before the table (mpirun -x, srun --export=..., env / export prefixes).
+  // The first mention of a variable is kept (every rank prints the same line).
+  std::map<std::string, NcclTestsEnvSetting> env;
 };
 
 // Parses nccl-tests output. `origin` names the input in error messages (a path). `op_hint`

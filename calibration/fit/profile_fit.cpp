@@ -12,6 +12,7 @@
 
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/published_table.hpp"
+#include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 
@@ -114,6 +115,66 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
   return spec;
 }
 
+namespace {
+
+// NCCL settings the log shows for the run (NCCL_DEBUG=INFO "set by environment" lines, launcher
+// "-x NCCL_ALGO=Ring" words): applied like the matching key, unless the spec (a flag or a key)
+// sets that knob itself. Each one applied becomes a note, so the reader sees what was assumed.
+void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun& run) {
+  auto& env = run.knobs.env;
+  const select::NcclEnv unset;
+  for (const auto& [name, setting] : log.env) {
+    const std::string where = fmt::format("{}:{}: {}={}", spec.file, setting.line, name, setting.value);
+    auto integer = [&](long lo, long hi) {
+      std::int64_t v = 0;
+      if (!detail::to_int64(setting.value, v) || v < lo || v > hi)
+        throw InputError(fmt::format("{}: expected an integer {}..{}", where, lo, hi));
+      return static_cast<int>(v);
+    };
+    bool applied = true;
+    if (name == "NCCL_ALGO" && !spec.knobs.env.algo) {
+      select::EnableMatrix check;
+      select::apply_nccl_list(setting.value, where, true, check);
+      env.algo = setting.value;
+    } else if (name == "NCCL_PROTO" && !spec.knobs.env.proto) {
+      select::EnableMatrix check;
+      select::apply_nccl_list(setting.value, where, false, check);
+      env.proto = setting.value;
+    } else if ((name == "NCCL_MIN_CTAS" || name == "NCCL_MIN_NCHANNELS") &&
+               spec.knobs.env.min_ctas == unset.min_ctas && env.min_ctas == unset.min_ctas) {
+      env.min_ctas = integer(1, 64);
+    } else if ((name == "NCCL_MAX_CTAS" || name == "NCCL_MAX_NCHANNELS") &&
+               spec.knobs.env.max_ctas == unset.max_ctas && env.max_ctas == unset.max_ctas) {
+      env.max_ctas = integer(1, 64);
+    } else if (name == "NCCL_NVLS_ENABLE" && spec.knobs.env.nvls_enable == unset.nvls_enable) {
+      env.nvls_enable = integer(0, 2);
+    } else if (name == "NCCL_PAT_ENABLE" && spec.knobs.env.pat_enable == unset.pat_enable) {
+      env.pat_enable = integer(0, 2);
+    } else if (name == "NCCL_NTHREADS" && spec.knobs.env.nthreads == unset.nthreads) {
+      env.nthreads = integer(64, 640);
+    } else if (name == "NCCL_LL128_NTHREADS" && spec.knobs.env.ll128_nthreads == unset.ll128_nthreads) {
+      env.ll128_nthreads = integer(64, 640);
+    } else if (name == "NCCL_BUFFSIZE" && spec.knobs.buffsize == 0) {
+      std::int64_t v = 0;
+      if (!detail::to_int64(setting.value, v) || v <= 0)
+        throw InputError(fmt::format("{}: expected a positive number of bytes", where));
+      run.knobs.buffsize = static_cast<std::uint64_t>(v);
+    } else {
+      applied = false;
+    }
+    if (applied)
+      run.notes.push_back(
+          fmt::format("{}={} (line {} of the log) applied, as NCCL did", name, setting.value, setting.line));
+  }
+  try {
+    select::validate(env);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: NCCL settings shown in the log: {}", spec.file, e.what()));
+  }
+}
+
+}  // namespace
+
 MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
   MeasuredRun run;
   run.file = spec.file;
@@ -156,6 +217,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   } else {
     log = parse_nccl_tests_file(spec.file, hint);
   }
+  apply_logged_env(spec, log, run);
   auto op = collective_op_of(log.op);
   if (!op)
     throw InputError(fmt::format("{}: cannot use this run: its collective ({}) is not one the stack model predicts "

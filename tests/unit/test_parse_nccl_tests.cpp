@@ -242,3 +242,30 @@ TEST_CASE("parse: a launcher prefix is removed only in its exact shape") {
   CHECK(strip_launcher_prefix("2025-01-31 12:00:00 x") == "2025-01-31 12:00:00 x");
   CHECK(strip_launcher_prefix("") == "");
 }
+
+TEST_CASE(
+    "parse: NCCL settings shown before the table (NCCL INFO 'set by environment', launcher VAR=value)") {
+  const std::string text =
+      std::string(
+          "mpirun -np 4 -x NCCL_PROTO=Simple --export=ALL,NCCL_MIN_CTAS=4 -x LD_NCCL_X=1 ./all_reduce_perf "
+          "-b 8\n") +
+      "node-a:11:11 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+      "node-a:11:11 [0] NCCL INFO NCCL_CROSS_NIC set by environment to 2.\n"
+      "node-a:12:12 [1] NCCL INFO NCCL_ALGO set by environment to Tree\n" +  // first mention kept
+      kSmall +
+      "node-a:11:11 [0] NCCL INFO NCCL_PROTO set by environment to LL\n";  // after the table: not this run
+  const NcclTestsResult r = parse_nccl_tests(text, "env.txt", NcclTestsOp::unknown);
+  CHECK(r.op == NcclTestsOp::all_reduce);  // from the launcher line
+  REQUIRE(r.env.size() == 4);
+  CHECK(r.env.at("NCCL_PROTO").value == "Simple");
+  CHECK(r.env.at("NCCL_PROTO").line == 1);
+  CHECK(r.env.at("NCCL_MIN_CTAS").value == "4");
+  CHECK(r.env.at("NCCL_ALGO").value == "Ring");
+  CHECK(r.env.at("NCCL_ALGO").line == 2);
+  CHECK(r.env.at("NCCL_CROSS_NIC").value == "2");
+  CHECK(r.env.count("LD_NCCL_X") == 0);
+  // Comment lines (a collector's own notes) are not launcher output.
+  const NcclTestsResult c =
+      parse_nccl_tests(std::string("# Env: NCCL_ALGO=Tree\n") + kSmall, "c.txt", NcclTestsOp::all_reduce);
+  CHECK(c.env.empty());
+}

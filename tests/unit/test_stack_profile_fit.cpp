@@ -1,6 +1,9 @@
 // Profile JSON (round trip, validation) and the fit: recovers a known profile from synthetic
 // measurements, is deterministic, flags a run far below its hardware.
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -131,4 +134,47 @@ TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below th
   CHECK_FALSE(vg.below_hardware);
   CHECK(vg.n_large == 15);
   CHECK(vg.n_small == 17);
+}
+
+TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless a key sets them") {
+  // The qoofyk 2-node H100 sweep with NCCL_DEBUG=INFO lines saying NCCL_ALGO=Ring and NCCL_MAX_CTAS=8.
+  const std::string src = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
+  std::ifstream in(src);
+  std::stringstream body;
+  body << in.rdbuf();
+  const std::string path = "test_logged_env.txt";
+  {
+    std::ofstream out(path);
+    out << "node1:7:7 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+        << "node1:7:7 [0] NCCL INFO NCCL_MAX_CTAS set by environment to 8\n"
+        << body.str();
+  }
+  const auto run =
+      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
+                             std::string("dgx-h100"));
+  CHECK(run.knobs.env.algo.value_or("") == "Ring");
+  CHECK(run.knobs.env.max_ctas == 8);
+  REQUIRE(run.notes.size() == 2);
+  CHECK(run.notes[0].find("NCCL_ALGO=Ring (line 1 of the log)") != std::string::npos);
+  const auto v = fit::validate_run(run, sim::stack::default_profile(90));
+  for (const auto& row : v.rows) {
+    CHECK(row.prediction.algorithm == "Ring");
+    CHECK(row.prediction.channels <= 8);
+  }
+  // A key wins over the log.
+  const auto keyed = fit::load_measured_run(
+      fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8,algo=tree", "--input"),
+      std::string("dgx-h100"));
+  CHECK(keyed.knobs.env.algo.value_or("") == "tree");
+  CHECK(keyed.knobs.env.max_ctas == 8);
+  // A value NCCL would refuse is an error naming the file, the line and the variable.
+  {
+    std::ofstream out(path);
+    out << "node1:7:7 [0] NCCL INFO NCCL_MAX_CTAS set by environment to 99\n" << body.str();
+  }
+  CHECK_THROWS_WITH_AS(
+      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
+                             std::string("dgx-h100")),
+      doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
+  std::remove(path.c_str());
 }
