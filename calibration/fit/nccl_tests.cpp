@@ -305,6 +305,30 @@ void note_env_from_command(std::string_view body, int line, std::map<std::string
 
 }  // namespace
 
+namespace {
+
+// nccl-tests' own comment lines with their leading '#' lost, as happens when a log is pasted into a
+// Markdown page outside a code block (a line starting with '#' becomes a heading): the run
+// header, "Using devices", the rank lines, the column header and its units line, the
+// out-of-place / in-place group line and the footer. A data row never matches.
+bool lost_hash(std::string_view body) {
+  for (std::string_view prefix : {"nThread ", "Using devices", "(B)", "Out of bounds values",
+                                  "Avg bus bandwidth", "Collective test starting:", "nccl-tests version"})
+    if (starts_with_ci(body, prefix)) return true;
+  const auto toks = split_ws(body);
+  if (toks.size() >= 4 && equals_ci(toks[0], "Rank") &&
+      std::all_of(toks[1].begin(), toks[1].end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      (equals_ci(toks[2], "Group") || equals_ci(toks[2], "Pid")))
+    return true;
+  if (toks.size() == 2 && equals_ci(toks[0], "out-of-place") && equals_ci(toks[1], "in-place")) return true;
+  if (!toks.empty() && equals_ci(toks[0], "size"))
+    for (auto t : toks)
+      if (equals_ci(t, "time")) return true;
+  return false;
+}
+
+}  // namespace
+
 NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint) {
   NcclTestsResult res;
   res.origin = origin;
@@ -322,6 +346,11 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     std::string_view raw = strip_launcher_prefix(ln.text);
     std::string_view body = trim(raw);
     if (body.empty()) continue;
+    std::string restored;  // a header line that lost its '#' (docs/measurement-formats.md)
+    if (body.front() != '#' && lost_hash(body)) {
+      restored = "# " + std::string(body);
+      body = restored;
+    }
 
     // NCCL's own version line (NCCL_DEBUG=VERSION or INFO), anywhere before the footer.
     if (auto p = body.find("NCCL version "); p != std::string_view::npos && !res.nccl_version) {

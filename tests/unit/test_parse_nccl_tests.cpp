@@ -269,3 +269,25 @@ TEST_CASE(
       parse_nccl_tests(std::string("# Env: NCCL_ALGO=Tree\n") + kSmall, "c.txt", NcclTestsOp::all_reduce);
   CHECK(c.env.empty());
 }
+
+TEST_CASE(
+    "parse: a log pasted into Markdown without a code block (header lines lost their '#') parses the same") {
+  const std::string path = tests_dir() + "nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt";
+  const std::string text = commstack::fit::detail::read_text_file(path);
+  std::string stripped;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (!(text[i] == '#' && (i == 0 || text[i - 1] == '\n'))) stripped += text[i];
+  const NcclTestsResult a = parse_nccl_tests(text, "plain.txt", NcclTestsOp::all_reduce);
+  const NcclTestsResult b = parse_nccl_tests(stripped, "pasted.txt", NcclTestsOp::all_reduce);
+  CHECK(b.n_ranks == a.n_ranks);
+  CHECK(b.n_hosts == a.n_hosts);
+  CHECK(b.gpu_model == a.gpu_model);
+  CHECK(b.run.n_gpus == a.run.n_gpus);
+  CHECK(b.columns == a.columns);
+  REQUIRE(b.rows.size() == a.rows.size());
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    CHECK(b.rows[i].size_bytes == a.rows[i].size_bytes);
+    CHECK(b.rows[i].out_of_place->time_us == a.rows[i].out_of_place->time_us);
+  }
+  CHECK(b.avg_busbw_GBps == a.avg_busbw_GBps);
+}
