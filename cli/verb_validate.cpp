@@ -137,8 +137,8 @@ void run_validate(const ValidateOptions& o) {
   const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
   const sim::stack::Profile profile = o.profile ? sim::stack::load_profile(*o.profile) : sim::stack::default_profile(sm);
   if (profile.sm != sm)
-    throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", profile.origin,
-                                 profile.sm, o.cluster, sm));
+    throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
+                                 profile.origin, profile.sm, run.cluster_name, sm));
   const fit::ValidationResult v = fit::validate_run(run, profile);
 
   if (o.format == "json") {
@@ -155,7 +155,7 @@ void run_validate(const ValidateOptions& o) {
       rows.push_back(j);
     }
     nlohmann::json doc{{"measured", run.file},
-                       {"cluster", o.cluster},
+                       {"cluster", run.cluster_name},
                        {"op", sim::to_string(run.op)},
                        {"nodes", run.nodes},
                        {"gpus_per_node", run.gpus_per_node},
@@ -180,8 +180,8 @@ void run_validate(const ValidateOptions& o) {
                "predicted_busbw_GBps{}\n",
                o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
   } else {
-    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, profile {} ({})\n", run.file, o.cluster, run.nodes,
-               run.gpus_per_node, sim::to_string(run.op), profile.name, profile.origin);
+    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, profile {} ({})\n", run.file, run.cluster_name,
+               run.nodes, run.gpus_per_node, sim::to_string(run.op), profile.name, profile.origin);
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
@@ -217,7 +217,11 @@ void run_validate(const ValidateOptions& o) {
 void register_validate(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand("validate", "Predict a measured nccl-tests run and report the error per size");
-  sub->add_option("--cluster", o->cluster, "Cluster preset or JSON file the run was measured on")->required();
+  sub->add_option(
+         "--cluster", o->cluster,
+         "Cluster preset or JSON file the run was measured on; auto: the preset of the GPU the log's rank "
+         "lines name (an assumption, printed as a note)")
+      ->required();
   sub->add_option("--measured", o->measured,
                   "nccl-tests output or published table, FILE[@key=value,...] (calibrate --input's keys, e.g. "
                   "series=NAME or config=NAME,op=NAME for a table)")->required();

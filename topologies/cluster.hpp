@@ -85,6 +85,12 @@ Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes = std:
 // One line per preset: name and description, in preset_names() order (for `commstack topo --list-presets`).
 std::vector<std::pair<std::string, std::string>> preset_descriptions();
 
+// The preset built around the GPU an nccl-tests rank line names ("NVIDIA H100 80GB HBM3" ->
+// "dgx-h100"), or nullopt when no preset has that GPU in that form (PCIe and NVL boards, H800,
+// A800, ...). Matching is on the product name only: the preset's NICs and fabric are an
+// assumption the caller must state.
+std::optional<std::string> preset_for_gpu(const std::string& gpu_name);
+
 // The embedded JSON text of a preset (throws InputError for an unknown name).
 std::string preset_json(const std::string& name);
 

@@ -7,8 +7,9 @@
 #include <map>
 #include <memory>
 
-#include <boost/math/tools/minima.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <boost/math/tools/minima.hpp>
 
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/published_table.hpp"
@@ -230,7 +231,26 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     throw InputError(fmt::format("{}: cannot use this run: no cluster given (pass --cluster or {}@cluster=NAME)",
                                  spec.file, spec.file));
   run.cluster_name = *cluster;
-  run.cluster = topologies::load_cluster(*cluster);
+  if (*cluster == "auto") {
+    // The preset of the GPU the rank lines name; the note says it is an assumption.
+    if (log.gpu_model.empty())
+      throw InputError(
+          fmt::format("{}: cluster auto needs the log's rank lines ('#  Rank 0 Group 0 Pid ... NVIDIA "
+                      "H100 ...') to name the GPU; this input has none: pass a preset or cluster file",
+                      spec.file));
+    const auto preset = topologies::preset_for_gpu(log.gpu_model);
+    if (!preset)
+      throw InputError(
+          fmt::format("{}: cluster auto: no preset is built around a '{}' (presets: {}); pass a cluster "
+                      "file (docs/cluster-format.md)",
+                      spec.file, log.gpu_model, fmt::join(topologies::preset_names(), ", ")));
+    run.cluster_name = *preset;
+    run.notes.push_back(
+        fmt::format("cluster auto: preset {} for the rank lines' '{}'; its NVLink, NICs and fabric "
+                    "are the preset's, not necessarily this cluster's",
+                    *preset, log.gpu_model));
+  }
+  run.cluster = topologies::load_cluster(run.cluster_name);
   if (spec.nodes) {
     run.nodes = *spec.nodes;
   } else if (log.n_hosts > 0 && log.ranks_complete) {

@@ -178,3 +178,21 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
       doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
   std::remove(path.c_str());
 }
+
+TEST_CASE("stack: cluster auto takes the preset of the GPU the rank lines name, and says so") {
+  const auto run = fit::load_measured_run(
+      fit::parse_run_spec(data("nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt"), "--input"),
+      std::string("auto"));
+  CHECK(run.cluster_name == "dgx-h100");
+  CHECK(run.nodes == 1);
+  CHECK(run.gpus_per_node == 8);
+  REQUIRE_FALSE(run.notes.empty());
+  CHECK(run.notes.front().find("cluster auto: preset dgx-h100") != std::string::npos);
+  // No rank lines: nothing to go on, a clear refusal.
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(
+                           fit::parse_run_spec(data("nccl-tests_all_reduce_gb200_18n4g_coreweave-nvl72.txt") +
+                                                   "@nodes=18,gpus_per_node=4",
+                                               "--input"),
+                           std::string("auto")),
+                       doctest::Contains("cluster auto needs the log's rank lines"), InputError);
+}

@@ -1,5 +1,6 @@
 // Cluster JSON parsing: every preset parses; each kind of bad input gives one InputError naming
 // origin, JSON path and expectation.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -173,4 +174,32 @@ TEST_CASE("topo: --gpus-per-node keeps one NIC per GPU for \"all\"") {
   const auto t = build_topology(load_cluster("dgx-h100"), 2, 4);
   CHECK(t.gpu_count() == 8);
   CHECK(summarize(t).nics == 8);
+}
+
+TEST_CASE("presets: the preset for a GPU named in nccl-tests rank lines") {
+  using commstack::topologies::preset_for_gpu;
+  CHECK(preset_for_gpu("NVIDIA H100 80GB HBM3").value_or("") == "dgx-h100");
+  CHECK(preset_for_gpu("NVIDIA A100-SXM4-40GB").value_or("") == "dgx-a100");
+  CHECK(preset_for_gpu("NVIDIA A100-SXM4-80GB").value_or("") == "dgx-a100");
+  CHECK(preset_for_gpu("NVIDIA H200").value_or("") == "hgx-h200");
+  CHECK(preset_for_gpu("NVIDIA B200").value_or("") == "hgx-b200");
+  CHECK(preset_for_gpu("NVIDIA GB200").value_or("") == "gb200-nvl72");
+  CHECK(preset_for_gpu("NVIDIA GH200 120GB").value_or("") == "gh200-slingshot");
+  // Boards the presets do not describe: no guess.
+  for (const char* name : {"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA H800",
+                           "NVIDIA A800-SXM4-80GB", "NVIDIA H20", "NVIDIA H200 NVL", "NVIDIA Graphics Device",
+                           "Tesla V100-SXM2-32GB", ""}) {
+    CAPTURE(name);
+    CHECK_FALSE(preset_for_gpu(name).has_value());
+  }
+  // Every answer is a preset that exists and is built around that GPU.
+  const auto names = commstack::topologies::preset_names();
+  for (const char* gpu :
+       {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200"}) {
+    const auto p = preset_for_gpu(gpu);
+    REQUIRE(p.has_value());
+    CHECK(std::find(names.begin(), names.end(), *p) != names.end());
+    CHECK(commstack::topologies::load_cluster(*p).node.gpu_model.find(std::string(gpu).substr(7, 4)) !=
+          std::string::npos);
+  }
 }

@@ -1,5 +1,6 @@
 // Preset lookup and file loading for load_cluster(): a name from the embedded presets wins,
 // anything else is read as a path.
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +48,22 @@ std::vector<std::pair<std::string, std::string>> preset_descriptions() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& name : preset_names()) out.emplace_back(name, load_cluster(name).description);
   return out;
+}
+
+std::optional<std::string> preset_for_gpu(const std::string& gpu_name) {
+  std::string n = gpu_name;
+  for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
+  // Boards whose NVLink differs from the SXM / HGX part the presets describe.
+  if (has("pcie") || has("nvl") || has("h800") || has("a800") || has("h20 ") || n.ends_with("h20"))
+    return std::nullopt;
+  if (has("gb200")) return "gb200-nvl72";
+  if (has("gh200")) return "gh200-slingshot";
+  if (has("b200")) return "hgx-b200";
+  if (has("h200")) return "hgx-h200";
+  if (has("h100")) return "dgx-h100";
+  if (has("a100")) return "dgx-a100";
+  return std::nullopt;
 }
 
 ClusterSpec load_cluster(const std::string& preset_or_path) {
