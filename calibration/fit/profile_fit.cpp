@@ -7,9 +7,9 @@
 #include <map>
 #include <memory>
 
-#include <boost/math/tools/minima.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <boost/math/tools/minima.hpp>
 
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/published_table.hpp"
