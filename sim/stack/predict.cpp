@@ -377,9 +377,17 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     double intra_step_us = lat_param(profile, proto, false);
     if (!p2p && algo == Algo::ring && op != CollectiveOp::broadcast && op != CollectiveOp::reduce)
       intra_step_us = std::max(intra_step_us, select::ring_net_overhead_us(shape_, knobs_.env, proto));
-    b.algorithm_latency_s = (steps.intra * intra_step_us + steps.inter * lat_param(profile, proto, true) +
-                             steps.nvls * profile[Param::nvls_latency_us] +
-                             steps.posts * profile[Param::lat_net_ll_us]) *
+    // An NVLink step's latency is NCCL's whole step, the wire included: the NDm A100 v4 1 KiB
+    // points (CUDA graph, one cluster) give 0.63 us per ring LL step (all-reduce 14 steps 16.96 us,
+    // all-gather 7 steps 12.53 us), NCCL's hwLat is 0.6. The fabric layer below already counts the
+    // route, so the algorithm layer keeps what the step costs beyond it (an NVLS round crosses the
+    // route twice). A network step is left as NCCL's hwLat on top of the route: the measured one is
+    // longer than NCCL's constant (NDm 2 x 1 GPU: 5.2 us per LL step against 2.7; docs/stack-model.md).
+    const double route_intra_us = geo_.route_latency_intra_s * 1e6;
+    const double intra_beyond_route_us = std::max(0.0, intra_step_us - route_intra_us);
+    const double nvls_beyond_route_us = std::max(0.0, profile[Param::nvls_latency_us] - 2 * route_intra_us);
+    b.algorithm_latency_s = (steps.intra * intra_beyond_route_us + steps.inter * lat_param(profile, proto, true) +
+                             steps.nvls * nvls_beyond_route_us + steps.posts * profile[Param::lat_net_ll_us]) *
                             1e-6;
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;

@@ -459,15 +459,45 @@ TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's net
   knobs.env.proto = "ll";
   const auto p = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
   CHECK(prof[Param::lat_nvlink_ll_us] < 1.0);
+  // Each step's whole latency is the larger of the two, the NVLink route (0.6 us on dgx-h100,
+  // counted by the fabric layer) included: the algorithm layer keeps 1.0 - 0.6 us per NVLink step.
+  const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  const double route_s = one.breakdown.fabric_latency_s / 14;
+  CHECK(route_s == doctest::Approx(0.6e-6));
   CHECK(p.breakdown.algorithm_latency_s ==
-        doctest::Approx((28 * 1.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
+        doctest::Approx(28 * (1.0e-6 - route_s) + 2 * prof[Param::lat_net_ll_us] * 1e-6));
   // NCCL_NET_OVERHEAD (ns) replaces the host default; one node has no network overhead.
   knobs.env.net_overhead_ns = 2000;
   const auto q = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
   CHECK(q.breakdown.algorithm_latency_s ==
-        doctest::Approx((28 * 2.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
-  const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
-  CHECK(one.breakdown.algorithm_latency_s == doctest::Approx(14 * prof[Param::lat_nvlink_ll_us] * 1e-6));
+        doctest::Approx(28 * (2.0e-6 - route_s) + 2 * prof[Param::lat_net_ll_us] * 1e-6));
+  const auto one_q = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(one_q.breakdown.algorithm_latency_s ==
+        doctest::Approx(14 * std::max(0.0, prof[Param::lat_nvlink_ll_us] * 1e-6 - route_s)));
   // Simple: 3 us floor, below the 3.4 us Simple NVLink prior, so the prior stands.
   CHECK(select::ring_net_overhead_us(Predictor(spec, 2, 8).shape(), {}, Proto::simple) == 3.0);
+}
+
+TEST_CASE("stack: an NVLink step costs NCCL's whole-step latency, the route included, not the route on top") {
+  // 1 x 8 H100, Ring/LL, 8 B all-reduce: 14 NVLink steps. The algorithm layer plus the fabric
+  // layer's route give max(step latency, route) per step: with the 1.0 us step of this profile,
+  // 14 us in all, of which the route (0.6 us per step) is the fabric's.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = prior_with(90, {{Param::lat_nvlink_ll_us, 1.0}});
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "ll";
+  const auto p = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
+  CHECK(p.breakdown.algorithm_latency_s + p.breakdown.fabric_latency_s == doctest::Approx(14 * 1.0e-6));
+  CHECK(p.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
+  // A step shorter than the route costs the route: nothing is left to the algorithm layer.
+  const auto short_step = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prior_with(90, {{Param::lat_nvlink_ll_us, 0.2}}));
+  CHECK(short_step.breakdown.algorithm_latency_s == 0.0);
+  CHECK(short_step.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
+  // NVLS: one round (NCCL's 25 us hwLat) crosses the route twice; the round costs 25 us in all.
+  knobs.env.algo = "nvls";
+  knobs.env.proto = "simple";
+  const auto n = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 1 << 20, prof);
+  CHECK(n.algorithm == "NVLS");
+  CHECK(n.breakdown.algorithm_latency_s + n.breakdown.fabric_latency_s == doctest::Approx(prof[Param::nvls_latency_us] * 1e-6));
 }
