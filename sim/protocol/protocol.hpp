@@ -47,6 +47,12 @@ double chunk_data_bytes(const ChunkInputs& in);
 // P2P kernel gives a work's receive (w-1)/2 of its w warps and its send the rest
 // (src/device/sendrecv.h), where a ring channel's warps do recv, reduce and send in one pass.
 inline constexpr double kP2pDirectionShare = 0.5;
+// Share of a channel's LL rate (cap_ll_GBps, what a ring channel moves) a Tree/LL channel gets.
+// NCCL's own model gives Ring/LL busBw x 1/2 and Tree/LL busBw x 1/3.8 (src/graph/tuning.cc
+// ncclTopoTuneModel): a tree channel's threads serve its up and down passes with the LL line's
+// per-thread polling, so it moves 2 / 3.8 of a ring channel's bytes. The same shared cap then
+// follows the 1-node Ring/LL sweep (dgxc, ~20 GB/s per channel) and the 2-node Tree/LL ones.
+inline constexpr double kTreeLlChannelShare = 2.0 / 3.8;
 
 struct P2pInputs {
   std::uint64_t peer_bytes = 0;  // bytes sent to one peer

@@ -366,7 +366,8 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     // each direction gets half of what a channel copies; a ring channel's warps move its bytes in
     // one recv-reduce-send pass.
     const double p2p_share = p2p ? protocol::kP2pDirectionShare : 1.0;
-    const double channels_Bps = p2p_share * nch * cap_param(profile, proto) * 1e9;
+    const double tree_ll_share = !p2p && algo == Algo::tree && proto == Proto::ll ? protocol::kTreeLlChannelShare : 1.0;
+    const double channels_Bps = p2p_share * tree_ll_share * nch * cap_param(profile, proto) * 1e9;
     const double wire = protocol::wire_efficiency(proto);
     const double capped = std::min(transported * wire, channels_Bps);
     const double total_steps = steps.intra + steps.inter + steps.nvls;

@@ -501,3 +501,23 @@ TEST_CASE("stack: an NVLink step costs NCCL's whole-step latency, the route incl
   CHECK(n.algorithm == "NVLS");
   CHECK(n.breakdown.algorithm_latency_s + n.breakdown.fabric_latency_s == doctest::Approx(prof[Param::nvls_latency_us] * 1e-6));
 }
+
+TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel moves (NCCL's model)") {
+  // 2 x 8 H100, 1 MiB all-reduce forced to LL, with a per-channel LL cap far below the links so
+  // the channels bind: bandwidth terms = S_bus / (channels x cap x share), share 1 for the ring
+  // and 2 / 3.8 for the tree (tuning.cc: Ring/LL busBw / 2, Tree/LL busBw / 3.8).
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = prior_with(90, {{Param::cap_ll_GBps, 0.5}, {Param::chunk_sync_us, 0.0}});
+  const double S = 1 << 20;
+  const double s_bus = S * 2 * 15 / 16;
+  for (const char* algo : {"ring", "tree"}) {
+    sim::stack::Knobs knobs;
+    knobs.env.algo = algo;
+    knobs.env.proto = "ll";
+    const auto p = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, static_cast<std::uint64_t>(S), prof);
+    const double share = std::string(algo) == "tree" ? 2.0 / 3.8 : 1.0;
+    CAPTURE(algo);
+    CHECK(p.breakdown.fabric_bandwidth_s + p.breakdown.transport_s + p.breakdown.protocol_s ==
+          doctest::Approx(s_bus / (p.channels * 0.5e9 * share)));
+  }
+}
