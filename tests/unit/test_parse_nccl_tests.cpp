@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/text_lines.hpp"
@@ -173,46 +174,32 @@ TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
 }
 
 namespace {
-// kSmall with each line prefixed the way a launcher or log collector captures it.
-std::string with_prefix(const std::string& (*prefix)(int), const char* text) {
+// kSmall with each line prefixed the way a launcher or log collector captures it: line n gets
+// prefixes[n % prefixes.size()].
+std::string with_prefix(const std::vector<std::string>& prefixes, const char* text) {
   std::string out, line;
-  int n = 0;
+  std::size_t n = 0;
   for (const char* c = text; *c != 0; ++c) {
     line += *c;
     if (*c == '\n') {
-      out += prefix(n++) + line;
+      out += prefixes[n++ % prefixes.size()] + line;
       line.clear();
     }
   }
   return out + line;
 }
-const std::string& ompi4(int) {
-  static const std::string p = "[1,0]<stdout>:";
-  return p;
-}
-const std::string& ompi5(int) {
-  static const std::string p = "[1,0]<stdout>: ";
-  return p;
-}
-const std::string& slurm(int) {
-  static const std::string p = " 0: ";
-  return p;
-}
-const std::string& mpich(int) {
-  static const std::string p = "[0] ";
-  return p;
-}
-const std::string& kubectl(int n) {
-  static std::string p;
-  p = n % 2 == 0 ? "2025-01-31T12:00:00.123456789Z " : "2025-01-31T12:00:01+01:00 ";
-  return p;
-}
 }  // namespace
 
 TEST_CASE("parse: nccl-tests output captured through mpirun --tag-output, srun --label, -prepend-rank, kubectl") {
   const NcclTestsResult plain = parse_nccl_tests(kSmall, "small.txt", NcclTestsOp::all_reduce);
-  for (auto* prefix : {&ompi4, &ompi5, &slurm, &mpich, &kubectl}) {
-    const std::string text = with_prefix(prefix, kSmall);
+  const std::vector<std::vector<std::string>> launchers = {
+      {"[1,0]<stdout>:"},   // Open MPI --tag-output
+      {"[1,0]<stdout>: "},  // Open MPI 5 --output tag
+      {" 0: "},             // srun --label
+      {"[0] "},             // MPICH -prepend-rank, Intel MPI -l
+      {"2025-01-31T12:00:00.123456789Z ", "2025-01-31T12:00:01+01:00 "}};  // kubectl logs --timestamps
+  for (const auto& prefixes : launchers) {
+    const std::string text = with_prefix(prefixes, kSmall);
     const NcclTestsResult r = parse_nccl_tests(text, "prefixed.txt", NcclTestsOp::all_reduce);
     CAPTURE(text.substr(0, 40));
     CHECK(r.n_ranks == plain.n_ranks);
