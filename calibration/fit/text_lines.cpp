@@ -30,7 +30,9 @@ std::vector<Line> split_lines(std::string_view text) {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Number of leading decimal digits of text from position i.
 std::size_t digits_at(std::string_view text, std::size_t i) {
@@ -55,9 +57,12 @@ std::size_t timestamp_prefix(std::string_view s) {
   if (i < s.size() && s[i] == 'Z') {
     ++i;
   } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    if (digits_at(s, i + 1) == 2 && i + 3 < s.size() && s[i + 3] == ':' && digits_at(s, i + 4) == 2) i += 6;
-    else if (digits_at(s, i + 1) == 4) i += 5;
-    else return 0;
+    if (digits_at(s, i + 1) == 2 && i + 3 < s.size() && s[i + 3] == ':' && digits_at(s, i + 4) == 2)
+      i += 6;
+    else if (digits_at(s, i + 1) == 4)
+      i += 5;
+    else
+      return 0;
   }
   return i < s.size() && s[i] == ' ' ? i + 1 : 0;
 }

@@ -366,7 +366,8 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     // each direction gets half of what a channel copies; a ring channel's warps move its bytes in
     // one recv-reduce-send pass.
     const double p2p_share = p2p ? protocol::kP2pDirectionShare : 1.0;
-    const double tree_ll_share = !p2p && algo == Algo::tree && proto == Proto::ll ? protocol::kTreeLlChannelShare : 1.0;
+    const double tree_ll_share =
+        !p2p && algo == Algo::tree && proto == Proto::ll ? protocol::kTreeLlChannelShare : 1.0;
     const double channels_Bps = p2p_share * tree_ll_share * nch * cap_param(profile, proto) * 1e9;
     const double wire = protocol::wire_efficiency(proto);
     const double capped = std::min(transported * wire, channels_Bps);
@@ -387,9 +388,10 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     const double route_intra_us = geo_.route_latency_intra_s * 1e6;
     const double intra_beyond_route_us = std::max(0.0, intra_step_us - route_intra_us);
     const double nvls_beyond_route_us = std::max(0.0, profile[Param::nvls_latency_us] - 2 * route_intra_us);
-    b.algorithm_latency_s = (steps.intra * intra_beyond_route_us + steps.inter * lat_param(profile, proto, true) +
-                             steps.nvls * nvls_beyond_route_us + steps.posts * profile[Param::lat_net_ll_us]) *
-                            1e-6;
+    b.algorithm_latency_s =
+        (steps.intra * intra_beyond_route_us + steps.inter * lat_param(profile, proto, true) +
+         steps.nvls * nvls_beyond_route_us + steps.posts * profile[Param::lat_net_ll_us]) *
+        1e-6;
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;
     b.transport_s = S_bus / transported - S_bus / line;

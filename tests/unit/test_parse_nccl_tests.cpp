@@ -190,7 +190,8 @@ std::string with_prefix(const std::vector<std::string>& prefixes, const char* te
 }
 }  // namespace
 
-TEST_CASE("parse: nccl-tests output captured through mpirun --tag-output, srun --label, -prepend-rank, kubectl") {
+TEST_CASE(
+    "parse: nccl-tests output captured through mpirun --tag-output, srun --label, -prepend-rank, kubectl") {
   const NcclTestsResult plain = parse_nccl_tests(kSmall, "small.txt", NcclTestsOp::all_reduce);
   const std::vector<std::vector<std::string>> launchers = {
       {"[1,0]<stdout>:"},   // Open MPI --tag-output
@@ -221,7 +222,8 @@ TEST_CASE("parse: a launcher prefix is removed only in its exact shape") {
   CHECK(strip_launcher_prefix("[7] host:1:1 [7] NCCL INFO") == "host:1:1 [7] NCCL INFO");
   CHECK(strip_launcher_prefix("2025-01-31T12:00:00Z [1,0]<stdout>:#  Rank") == "#  Rank");
   // Not prefixes: a data row, a host:pid:tid NCCL line, a bracket without a space, a bad time.
-  CHECK(strip_launcher_prefix("           8             2     float") == "           8             2     float");
+  CHECK(strip_launcher_prefix("           8             2     float") ==
+        "           8             2     float");
   CHECK(strip_launcher_prefix("node12:4567:4567 [0] NCCL INFO") == "node12:4567:4567 [0] NCCL INFO");
   CHECK(strip_launcher_prefix("12:34 x") == "12:34 x");
   CHECK(strip_launcher_prefix("[0]x") == "[0]x");

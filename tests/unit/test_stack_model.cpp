@@ -491,7 +491,9 @@ TEST_CASE("stack: an NVLink step costs NCCL's whole-step latency, the route incl
   CHECK(p.breakdown.algorithm_latency_s + p.breakdown.fabric_latency_s == doctest::Approx(14 * 1.0e-6));
   CHECK(p.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
   // A step shorter than the route costs the route: nothing is left to the algorithm layer.
-  const auto short_step = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prior_with(90, {{Param::lat_nvlink_ll_us, 0.2}}));
+  const auto short_step =
+      Predictor(spec, 1, 8, knobs)
+          .predict(CollectiveOp::allreduce, 8, prior_with(90, {{Param::lat_nvlink_ll_us, 0.2}}));
   CHECK(short_step.breakdown.algorithm_latency_s == 0.0);
   CHECK(short_step.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
   // NVLS: one round (NCCL's 25 us hwLat) crosses the route twice; the round costs 25 us in all.
@@ -499,7 +501,8 @@ TEST_CASE("stack: an NVLink step costs NCCL's whole-step latency, the route incl
   knobs.env.proto = "simple";
   const auto n = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 1 << 20, prof);
   CHECK(n.algorithm == "NVLS");
-  CHECK(n.breakdown.algorithm_latency_s + n.breakdown.fabric_latency_s == doctest::Approx(prof[Param::nvls_latency_us] * 1e-6));
+  CHECK(n.breakdown.algorithm_latency_s + n.breakdown.fabric_latency_s ==
+        doctest::Approx(prof[Param::nvls_latency_us] * 1e-6));
 }
 
 TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel moves (NCCL's model)") {
@@ -514,7 +517,8 @@ TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel move
     sim::stack::Knobs knobs;
     knobs.env.algo = algo;
     knobs.env.proto = "ll";
-    const auto p = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, static_cast<std::uint64_t>(S), prof);
+    const auto p =
+        Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, static_cast<std::uint64_t>(S), prof);
     const double share = std::string(algo) == "tree" ? 2.0 / 3.8 : 1.0;
     CAPTURE(algo);
     CHECK(p.breakdown.fabric_bandwidth_s + p.breakdown.transport_s + p.breakdown.protocol_s ==
