@@ -374,11 +374,6 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     const double total_steps = steps.intra + steps.inter + steps.nvls;
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
-    // A ring that leaves the domain is paced by its network steps: NCCL's model lets none of its
-    // intra-domain steps cost less than the proxy's per-step network overhead (tuning.cc).
-    double intra_step_us = lat_param(profile, proto, false);
-    if (!p2p && algo == Algo::ring && op != CollectiveOp::broadcast && op != CollectiveOp::reduce)
-      intra_step_us = std::max(intra_step_us, select::ring_net_overhead_us(shape_, knobs_.env, proto));
     // An NVLink step's latency is NCCL's whole step, the wire included: the NDm A100 v4 1 KiB
     // points (CUDA graph, one cluster) give 0.63 us per ring LL step (all-reduce 14 steps 16.96 us,
     // all-gather 7 steps 12.53 us), NCCL's hwLat is 0.6. The fabric layer below already counts the
@@ -386,7 +381,14 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
     // route twice). A network step is left as NCCL's hwLat on top of the route: the measured one is
     // longer than NCCL's constant (NDm 2 x 1 GPU: 5.2 us per LL step against 2.7; docs/stack-model.md).
     const double route_intra_us = geo_.route_latency_intra_s * 1e6;
-    const double intra_beyond_route_us = std::max(0.0, intra_step_us - route_intra_us);
+    double intra_beyond_route_us = std::max(0.0, lat_param(profile, proto, false) - route_intra_us);
+    // A ring that leaves the domain is paced by its network steps: NCCL's model lets none of its
+    // intra-domain steps cost less than the proxy's per-step network overhead (tuning.cc). The
+    // overhead is the proxy's and comes on top of the NVLink hop: 2-node rings take ~1.26-1.3 us
+    // per NVLink LL step (NDm A100 v4, Vultr B200 1 KiB points), overhead + hop 1.6, the larger
+    // of the two 1.0 (docs/stack-model.md, seventh landing).
+    if (!p2p && algo == Algo::ring && op != CollectiveOp::broadcast && op != CollectiveOp::reduce)
+      intra_beyond_route_us = std::max(intra_beyond_route_us, select::ring_net_overhead_us(shape_, knobs_.env, proto));
     const double nvls_beyond_route_us = std::max(0.0, profile[Param::nvls_latency_us] - 2 * route_intra_us);
     b.algorithm_latency_s =
         (steps.intra * intra_beyond_route_us + steps.inter * lat_param(profile, proto, true) +
