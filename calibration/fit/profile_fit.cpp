@@ -127,9 +127,8 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
   for (const auto& [name, setting] : log.env) {
     const std::string where = fmt::format("{}:{}: {}={}", spec.file, setting.line, name, setting.value);
     auto integer = [&](long lo, long hi) {
-      std::int64_t v = 0;
-      if (!detail::to_int64(setting.value, v) || v < lo || v > hi)
-        throw InputError(fmt::format("{}: expected an integer {}..{}", where, lo, hi));
+      const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
+      if (v < lo || v > hi) throw InputError(fmt::format("{}: expected an integer {}..{}", where, lo, hi));
       return static_cast<int>(v);
     };
     bool applied = true;
@@ -156,9 +155,8 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
     } else if (name == "NCCL_LL128_NTHREADS" && spec.knobs.env.ll128_nthreads == unset.ll128_nthreads) {
       env.ll128_nthreads = integer(64, 640);
     } else if (name == "NCCL_BUFFSIZE" && spec.knobs.buffsize == 0) {
-      std::int64_t v = 0;
-      if (!detail::to_int64(setting.value, v) || v <= 0)
-        throw InputError(fmt::format("{}: expected a positive number of bytes", where));
+      const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
+      if (v <= 0) throw InputError(fmt::format("{}: expected a positive number of bytes", where));
       run.knobs.buffsize = static_cast<std::uint64_t>(v);
     } else {
       applied = false;

@@ -42,10 +42,9 @@ double chunk_data_bytes(const ChunkInputs& in) {
   } else if (in.algo == Algo::nvls_tree) {
     // NCCL >= 2.22 (src/enqueue.cc calcCollChunking): the NVLS chunk, at most 64 KiB on 4 or more
     // nodes. Older versions started from the Simple slot (512 KiB): 4x the pipeline's fill.
-    chunk = std::min(kNvlsChunkBytes, in.nodes >= 4 ? std::uint64_t{65536} : kNvlsChunkBytes);
+    // (NCCL's larger rungs, 256 and 128 KiB, are never reached from a 128 KiB start.)
+    chunk = in.nodes >= 4 ? std::uint64_t{65536} : kNvlsChunkBytes;
     const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
-    if (in.bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
-    if (in.bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
     if (in.bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
     if (in.bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
   } else if (in.algo == Algo::tree && in.proto == Proto::ll128) {
