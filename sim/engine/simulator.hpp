@@ -33,6 +33,7 @@ struct RunResult {
   std::vector<double> group_duration_s;   // per FlowGraph group: run start -> last flow of the group done
   std::vector<FlowRecord> flows;          // only when recording; times relative to the run start
   long long flow_count = 0;
+  long long comm_count = 0;  // SimGrid comms that carried them (fewer when identical flows coalesce)
 };
 
 class Simulator {
@@ -54,6 +55,9 @@ public:
   // comms when there are at least this many (SimGrid 3.32's per-completion cost is linear in the
   // host-to-host comms in flight). Both paths give identical times (test_sim_actor_path.cpp).
   void set_actor_threshold(long long flows) { actor_threshold_ = flows; }
+  // Identical independent flows share one SimGrid comm where that is exact (simulator.cpp,
+  // coalesce_identical_flows); off gives one comm per flow (tests compare the two).
+  void set_coalescing(bool on) { coalesce_ = on; }
   // One-way latency of the route between two GPU ranks (0 when equal).
   double route_latency(int src_gpu, int dst_gpu) const;
 
@@ -63,6 +67,7 @@ private:
   const topologies::Topology& topo_;
   std::unique_ptr<Impl> impl_;
   long long actor_threshold_ = 2048;
+  bool coalesce_ = true;
 };
 
 }  // namespace commstack::sim

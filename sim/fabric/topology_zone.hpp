@@ -28,6 +28,10 @@ public:
   simgrid::s4u::Host* host(int gpu_rank) const { return hosts_[static_cast<std::size_t>(gpu_rank)]; }
   // One-way latency of the route src -> dst (sum of link latencies), cached.
   double route_latency(int src_gpu, int dst_gpu);
+  // The SimGrid links of the route src -> dst (src != dst), in order, cached.
+  const std::vector<simgrid::kernel::resource::StandardLinkImpl*>& route_links(int src_gpu, int dst_gpu) {
+    return lookup(src_gpu, dst_gpu).links;
+  }
 
   void get_local_route(const simgrid::kernel::routing::NetPoint* src, const simgrid::kernel::routing::NetPoint* dst,
                        simgrid::kernel::routing::Route* into, double* latency) override;

@@ -1,0 +1,132 @@
+// Identical independent flows share one SimGrid comm (Simulator, coalesce_identical_flows) only
+// where that is exact: every flow must finish at the time it would on a comm of its own.
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "sim/algorithms/collective.hpp"
+#include "sim/engine/simulator.hpp"
+#include "topologies/cluster.hpp"
+
+using namespace commstack;
+
+namespace {
+
+std::vector<double> end_by_id(const sim::RunResult& r) {
+  std::vector<double> end(r.flows.size());
+  for (const auto& f : r.flows) end[static_cast<std::size_t>(f.id)] = f.end_s;
+  return end;
+}
+
+int mismatches(const sim::RunResult& a, const sim::RunResult& b) {
+  const auto ea = end_by_id(a), eb = end_by_id(b);
+  int bad = 0;
+  for (std::size_t i = 0; i < ea.size(); ++i)
+    if (ea[i] != doctest::Approx(eb[i]).epsilon(1e-12)) ++bad;
+  return bad;
+}
+
+sim::CollectiveSpec ring(std::vector<int> ranks, int channels, sim::Fidelity fidelity, int group) {
+  sim::CollectiveSpec coll;
+  coll.op = sim::CollectiveOp::allreduce;
+  coll.ranks = std::move(ranks);
+  coll.bytes = 256.0 * 1024 * 1024;
+  coll.channels = channels;
+  coll.chunk_bytes = 4.0 * 1024 * 1024;
+  coll.fidelity = fidelity;
+  coll.group = group;
+  return coll;
+}
+
+}  // namespace
+
+TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do") {
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const auto topo = topologies::build_topology(spec, 4);  // 32 GPUs
+  sim::Simulator simulator(topo);
+  std::vector<int> all;
+  for (int r = 0; r < topo.gpu_count(); ++r) all.push_back(r);
+
+  {  // one 8-channel ring at edge fidelity: each NVLink edge is 7 channels' flows
+    sim::FlowGraph graph;
+    sim::add_collective(graph, topo, ring(all, 8, sim::Fidelity::edge, 0));
+    REQUIRE(graph.size() == 8 * 32);
+    simulator.set_coalescing(false);
+    const auto separate = simulator.run(graph, true);
+    simulator.set_coalescing(true);
+    const auto coalesced = simulator.run(graph, true);
+    CHECK(separate.comm_count == 256);
+    // 4 nodes x 8 intra-node edges, each carrying 7 channels, + 32 node-crossing flows, one each.
+    CHECK(coalesced.comm_count == 4 * 8 + 32);
+    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+    REQUIRE(coalesced.flows.size() == separate.flows.size());
+    CHECK(mismatches(coalesced, separate) == 0);
+  }
+
+  {  // two sibling rings contending (TP2-like DP groups), both paths of starting flows
+    sim::FlowGraph graph;
+    for (int group = 0; group < 2; ++group) {
+      std::vector<int> ranks;
+      for (int r = group; r < topo.gpu_count(); r += 2) ranks.push_back(r);
+      sim::add_collective(graph, topo, ring(ranks, 4, sim::Fidelity::edge, group));
+    }
+    for (const long long threshold : {1LL, 1'000'000'000LL}) {
+      CAPTURE(threshold);
+      simulator.set_actor_threshold(threshold);
+      simulator.set_coalescing(false);
+      const auto separate = simulator.run(graph, true);
+      simulator.set_coalescing(true);
+      const auto coalesced = simulator.run(graph, true);
+      CHECK(coalesced.comm_count < separate.comm_count);
+      CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+      CHECK(mismatches(coalesced, separate) == 0);
+      for (std::size_t g = 0; g < 2; ++g)
+        CHECK(coalesced.group_duration_s[g] == doctest::Approx(separate.group_duration_s[g]).epsilon(1e-12));
+    }
+  }
+
+  {  // flows with dependencies are never coalesced
+    sim::FlowGraph graph;
+    sim::add_collective(graph, topo, ring(all, 8, sim::Fidelity::step, 0));
+    const auto r = simulator.run(graph, false);
+    CHECK(r.comm_count == r.flow_count);
+  }
+
+  {  // a link crossed by a pair of identical flows and a different flow: no coalescing
+    // Two copies of 0 -> 1 and one 0 -> 1 of another size share GPU 0's NVLink: one comm for the
+    // pair would get 1/2 of the link where the copies get 2/3 between them.
+    sim::FlowGraph graph;
+    for (const double bytes : {64e6, 64e6, 16e6}) {
+      sim::Flow f;
+      f.src = 0;
+      f.dst = 1;
+      f.bytes = bytes;
+      graph.add_flow(f);
+    }
+    simulator.set_coalescing(false);
+    const auto separate = simulator.run(graph, true);
+    simulator.set_coalescing(true);
+    const auto coalesced = simulator.run(graph, true);
+    CHECK(coalesced.comm_count == 3);
+    CHECK(mismatches(coalesced, separate) == 0);
+  }
+
+  {  // identical flows alone on their links: one comm, same times
+    sim::FlowGraph graph;
+    for (int k = 0; k < 3; ++k) {
+      sim::Flow f;
+      f.src = 0;
+      f.dst = 1;
+      f.bytes = 64e6;
+      graph.add_flow(f);
+    }
+    simulator.set_coalescing(false);
+    const auto separate = simulator.run(graph, true);
+    simulator.set_coalescing(true);
+    const auto coalesced = simulator.run(graph, true);
+    CHECK(coalesced.comm_count == 1);
+    // Three flows of 64 MB share the link: each takes 3 x 64 MB / bandwidth.
+    CHECK(mismatches(coalesced, separate) == 0);
+    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+  }
+}
