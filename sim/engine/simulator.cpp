@@ -74,7 +74,9 @@ struct Simulator::Impl {
 
   void launch(int id, double now);
   std::uint64_t payload(int id) const;  // bytes of the SimGrid comm that carries flow id
+  // Fills folds and fold_of; with nothing to coalesce every flow has its own comm (fold_of -1).
   bool coalesce_identical_flows();
+  bool find_folds();           // groups of identical flows, or false where sharing a comm is not exact
   void transfer_done(int id);  // id's comm finished: every flow it carries is sent
   void launch_roots_with_actors(const std::vector<int>& roots);
   void start_transfer(int id);
@@ -149,7 +151,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
 
 std::uint64_t Simulator::Impl::payload(int id) const {
   const auto one = static_cast<std::uint64_t>(std::llround(graph->flow(id).bytes));
-  const int fold = fold_of.empty() ? -1 : fold_of[static_cast<std::size_t>(id)];
+  const int fold = fold_of[static_cast<std::size_t>(id)];
   return fold < 0 ? one : one * folds[static_cast<std::size_t>(fold)].size();
 }
 
@@ -165,6 +167,15 @@ bool Simulator::Impl::coalesce_identical_flows() {
   const auto n = static_cast<std::size_t>(graph->size());
   fold_of.assign(n, -1);
   folds.clear();
+  const bool done = find_folds();
+  if (!done) folds.clear();
+  for (std::size_t k = 0; k < folds.size(); ++k)
+    fold_of[static_cast<std::size_t>(folds[k].front())] = static_cast<int>(k);
+  return done;
+}
+
+bool Simulator::Impl::find_folds() {
+  const auto n = static_cast<std::size_t>(graph->size());
   for (std::size_t i = 0; i < n; ++i) {
     const Flow& f = graph->flow(static_cast<int>(i));
     if (adj.predecessor_count[i] != 0 || adj.offsets[i] != adj.offsets[i + 1] || f.delay_s > 0 ||
@@ -189,13 +200,11 @@ bool Simulator::Impl::coalesce_identical_flows() {
       if (!fresh && it->second != fold.size()) return false;
     }
   }
-  for (std::size_t k = 0; k < folds.size(); ++k)
-    fold_of[static_cast<std::size_t>(folds[k].front())] = static_cast<int>(k);
   return true;
 }
 
 void Simulator::Impl::transfer_done(int id) {
-  const int fold = fold_of.empty() ? -1 : fold_of[static_cast<std::size_t>(id)];
+  const int fold = fold_of[static_cast<std::size_t>(id)];
   if (fold < 0) {
     sent(id);
     return;
@@ -334,12 +343,11 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   for (auto& g : s.group_end_s) g = s.t0;
   // Flows a fold carries start with their fold's comm, not on their own.
   std::vector<bool> carried(n, false);
+  s.fold_of.assign(n, -1);
+  s.folds.clear();
   if (coalesce_ && s.coalesce_identical_flows()) {
     for (const auto& fold : s.folds)
       for (std::size_t k = 1; k < fold.size(); ++k) carried[static_cast<std::size_t>(fold[k])] = true;
-  } else {
-    s.fold_of.clear();
-    s.folds.clear();
   }
   std::vector<int> actor_roots;
   for (std::size_t i = 0; i < n; ++i) {

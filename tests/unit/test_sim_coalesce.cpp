@@ -1,5 +1,7 @@
 // Identical independent flows share one SimGrid comm (Simulator, coalesce_identical_flows) only
 // where that is exact: every flow must finish at the time it would on a comm of its own.
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -38,6 +40,31 @@ sim::CollectiveSpec ring(std::vector<int> ranks, int channels, sim::Fidelity fid
   return coll;
 }
 
+struct Both {
+  sim::RunResult separate, coalesced;
+};
+
+// The same graph with one comm per flow, then with identical flows coalesced.
+Both run_both(sim::Simulator& simulator, const sim::FlowGraph& graph) {
+  simulator.set_coalescing(false);
+  auto separate = simulator.run(graph, true);
+  simulator.set_coalescing(true);
+  return {std::move(separate), simulator.run(graph, true)};
+}
+
+// Flows 0 -> 1 (one NVLink hop), all ready at the start.
+sim::FlowGraph flows_gpu0_to_gpu1(std::initializer_list<double> bytes) {
+  sim::FlowGraph graph;
+  for (const double b : bytes) {
+    sim::Flow f;
+    f.src = 0;
+    f.dst = 1;
+    f.bytes = b;
+    graph.add_flow(f);
+  }
+  return graph;
+}
+
 }  // namespace
 
 TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do") {
@@ -51,10 +78,7 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     sim::FlowGraph graph;
     sim::add_collective(graph, topo, ring(all, 8, sim::Fidelity::edge, 0));
     REQUIRE(graph.size() == 8 * 32);
-    simulator.set_coalescing(false);
-    const auto separate = simulator.run(graph, true);
-    simulator.set_coalescing(true);
-    const auto coalesced = simulator.run(graph, true);
+    const auto [separate, coalesced] = run_both(simulator, graph);
     CHECK(separate.comm_count == 256);
     // 4 nodes x 8 intra-node edges, each carrying 7 channels, + 32 node-crossing flows, one each.
     CHECK(coalesced.comm_count == 4 * 8 + 32);
@@ -73,10 +97,7 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     for (const long long threshold : {1LL, 1'000'000'000LL}) {
       CAPTURE(threshold);
       simulator.set_actor_threshold(threshold);
-      simulator.set_coalescing(false);
-      const auto separate = simulator.run(graph, true);
-      simulator.set_coalescing(true);
-      const auto coalesced = simulator.run(graph, true);
+      const auto [separate, coalesced] = run_both(simulator, graph);
       CHECK(coalesced.comm_count < separate.comm_count);
       CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
       CHECK(mismatches(coalesced, separate) == 0);
@@ -95,35 +116,15 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
   {  // a link crossed by a pair of identical flows and a different flow: no coalescing
     // Two copies of 0 -> 1 and one 0 -> 1 of another size share GPU 0's NVLink: one comm for the
     // pair would get 1/2 of the link where the copies get 2/3 between them.
-    sim::FlowGraph graph;
-    for (const double bytes : {64e6, 64e6, 16e6}) {
-      sim::Flow f;
-      f.src = 0;
-      f.dst = 1;
-      f.bytes = bytes;
-      graph.add_flow(f);
-    }
-    simulator.set_coalescing(false);
-    const auto separate = simulator.run(graph, true);
-    simulator.set_coalescing(true);
-    const auto coalesced = simulator.run(graph, true);
+    const auto graph = flows_gpu0_to_gpu1({64e6, 64e6, 16e6});
+    const auto [separate, coalesced] = run_both(simulator, graph);
     CHECK(coalesced.comm_count == 3);
     CHECK(mismatches(coalesced, separate) == 0);
   }
 
   {  // identical flows alone on their links: one comm, same times
-    sim::FlowGraph graph;
-    for (int k = 0; k < 3; ++k) {
-      sim::Flow f;
-      f.src = 0;
-      f.dst = 1;
-      f.bytes = 64e6;
-      graph.add_flow(f);
-    }
-    simulator.set_coalescing(false);
-    const auto separate = simulator.run(graph, true);
-    simulator.set_coalescing(true);
-    const auto coalesced = simulator.run(graph, true);
+    const auto graph = flows_gpu0_to_gpu1({64e6, 64e6, 64e6});
+    const auto [separate, coalesced] = run_both(simulator, graph);
     CHECK(coalesced.comm_count == 1);
     // Three flows of 64 MB share the link: each takes 3 x 64 MB / bandwidth.
     CHECK(mismatches(coalesced, separate) == 0);
