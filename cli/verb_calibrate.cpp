@@ -60,10 +60,11 @@ void run_calibrate(const CalibrateOptions& o) {
 void register_calibrate(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* sub = app.add_subcommand("calibrate", "Fit a stack-model profile to measured nccl-tests runs");
-  sub->add_option("--input", o->inputs,
-                  "nccl-tests output or published table, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op "
-                  "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls collnet gpus_per_thread "
-                  "cuda_graph); repeatable")
+  sub->add_option(
+         "--input", o->inputs,
+         "nccl-tests output or published table, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op "
+         "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls collnet gpus_per_thread "
+         "cuda_graph in_place); repeatable")
       ->required();
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");
   sub->add_option("--output", o->output, "Profile JSON to write")->required();

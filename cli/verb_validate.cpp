@@ -29,6 +29,7 @@ struct ValidateOptions {
   std::optional<std::string> min_bytes, max_bytes;
   std::string format = "text";
   bool breakdown = false;
+  bool in_place = false;
 };
 
 std::string breakdown_text(const sim::stack::Breakdown& b) {
@@ -56,9 +57,10 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   if (measured.find('@') == std::string::npos || std::filesystem::exists(measured)) return;
   const fit::RunSpec keys = fit::parse_run_spec(measured, "--measured");
   // Only keys folded below are taken: a run-spec key added later fails here instead of being lost.
-  const std::vector<std::string> folded{"cluster", "nodes", "gpus_per_node", "gpus_per_thread", "op", "series", "config",
-                                         "min_bytes", "max_bytes", "algo", "proto", "min_ctas", "max_ctas", "nvls",
-                                         "collnet", "cuda_graph"};
+  const std::vector<std::string> folded{
+      "cluster",   "nodes",      "gpus_per_node", "gpus_per_thread", "op",       "series",   "config",
+      "min_bytes", "max_bytes",  "algo",          "proto",           "min_ctas", "max_ctas", "nvls",
+      "collnet",   "cuda_graph", "in_place"};
   for (std::size_t pos = 0; pos < keys.knob_text.size();) {
     const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
     const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
@@ -87,6 +89,10 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   fold(keys.gpus_per_thread, spec.gpus_per_thread, "gpus_per_thread", "--gpus-per-thread");
   fold(keys.cuda_graph, spec.cuda_graph, "cuda_graph", "--cuda-graph");
   fold(keys.knobs.collnet, spec.knobs.collnet, "collnet", "--collnet");
+  if (keys.in_place) {
+    if (spec.in_place) twice("in_place", "--in-place");
+    spec.in_place = true;
+  }
   fold(keys.op, spec.op, "op", "--op");
   fold(keys.min_bytes, spec.min_bytes, "min_bytes", "--min-bytes");
   fold(keys.max_bytes, spec.max_bytes, "max_bytes", "--max-bytes");
@@ -124,6 +130,7 @@ void run_validate(const ValidateOptions& o) {
   if (o.nvls) spec.knobs.env.nvls_enable = parse_nccl_switch(*o.nvls, "--nvls") ? 1 : 0;
   if (o.collnet) spec.knobs.collnet = parse_nccl_switch(*o.collnet, "--collnet");
   if (o.cuda_graph) spec.cuda_graph = parse_on_off(*o.cuda_graph, "--cuda-graph");
+  spec.in_place = o.in_place;
   select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
   if (o.algo) select::apply_nccl_list(*o.algo, "--algo", true, check);
   if (o.proto) select::apply_nccl_list(*o.proto, "--proto", false, check);
@@ -159,6 +166,7 @@ void run_validate(const ValidateOptions& o) {
                        {"op", sim::to_string(run.op)},
                        {"nodes", run.nodes},
                        {"gpus_per_node", run.gpus_per_node},
+                       {"time_column", run.in_place ? "in-place" : "out-of-place"},
                        {"profile", profile.name},
                        {"rows", rows},
                        {"mape_percent", v.mape_percent},
@@ -180,8 +188,9 @@ void run_validate(const ValidateOptions& o) {
                "predicted_busbw_GBps{}\n",
                o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
   } else {
-    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, profile {} ({})\n", run.file, run.cluster_name,
-               run.nodes, run.gpus_per_node, sim::to_string(run.op), profile.name, profile.origin);
+    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({})\n", run.file, run.cluster_name,
+               run.nodes, run.gpus_per_node, sim::to_string(run.op),
+               run.in_place ? "in-place" : "out-of-place", profile.name, profile.origin);
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
@@ -232,6 +241,10 @@ void register_validate(CLI::App& app) {
   sub->add_option("--cuda-graph", o->cuda_graph,
                   "on|off: the run replayed its calls from a CUDA graph, nccl-tests -G "
                   "(default: the log header's graph:)");
+  sub->add_flag(
+      "--in-place", o->in_place,
+      "Validate the in-place time column (nccl-tests' second half; a published table: its numbers are "
+      "in-place); default: out-of-place");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
   sub->add_option("--algo", o->algo,
                   "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect); "

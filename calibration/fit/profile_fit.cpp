@@ -99,14 +99,18 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       spec.knobs.collnet = parse_0_or_1(value, what, " (NCCL_COLLNET_ENABLE)");
     } else if (key == "cuda_graph") {
       spec.cuda_graph = parse_0_or_1(value, what, " (nccl-tests -G: 1 when > 0)");
+    } else if (key == "in_place") {
+      spec.in_place =
+          parse_0_or_1(value, what, " (1: the in-place time column / a table of in-place numbers)");
     } else if (key == "gpus_per_thread") {
       spec.gpus_per_thread = parse_int(value, what);
       if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
     } else {
-      throw InputError(fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
-                                   "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
-                                   "gpus_per_thread, cuda_graph)",
-                                   flag, text, key));
+      throw InputError(
+          fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
+                      "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
+                      "gpus_per_thread, cuda_graph, in_place)",
+                      flag, text, key));
     }
   }
   select::EnableMatrix check;  // an unknown algorithm / protocol is an error naming the input
@@ -286,18 +290,26 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   if (run.knobs.gpus_per_thread > run.gpus_per_node)
     throw InputError(fmt::format("{}: {} GPUs per thread (nccl-tests -g) but {} GPUs per node", spec.file,
                                  run.knobs.gpus_per_thread, run.gpus_per_node));
+  // The time column: out-of-place unless the spec says in_place=1. A published table or a bench
+  // file has one column (kept as out_of_place); in_place=1 there says its numbers are in-place.
+  const bool one_column = is_bench_json(spec.file) || is_published_table(spec.file);
+  run.in_place = spec.in_place;
+  const bool in_place_column = spec.in_place && !one_column;
   for (const auto& row : log.rows) {
-    if (row.size_bytes == 0 || !row.out_of_place) continue;
+    const auto& timing = in_place_column ? row.in_place : row.out_of_place;
+    if (row.size_bytes == 0 || !timing) continue;
     if (spec.min_bytes > 0 && row.size_bytes < spec.min_bytes) continue;
     if (spec.max_bytes > 0 && row.size_bytes > spec.max_bytes) continue;
-    if (!(row.out_of_place->time_us > 0)) continue;
+    if (!(timing->time_us > 0)) continue;
     run.bytes.push_back(row.size_bytes);
-    run.measured_us.push_back(row.out_of_place->time_us);
+    run.measured_us.push_back(timing->time_us);
   }
   if (run.bytes.empty())
-    throw InputError(fmt::format("{}: cannot use this run: no result row with size > 0 and a positive out-of-place "
-                                 "time{}",
-                                 spec.file, (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
+    throw InputError(
+        fmt::format("{}: cannot use this run: no result row with size > 0 and a positive {} "
+                    "time{}",
+                    spec.file, in_place_column ? "in-place" : "out-of-place",
+                    (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
   return run;
 }
 

@@ -26,7 +26,8 @@ struct MeasuredRun {
   sim::stack::Knobs knobs;  // NCCL_* settings the run used (from the input spec)
   std::string knob_text;    // as given, for provenance
   std::vector<std::uint64_t> bytes;
-  std::vector<double> measured_us;  // out-of-place time column
+  std::vector<double> measured_us;  // out-of-place time column (in-place with in_place=1)
+  bool in_place = false;            // measured_us is the in-place column
   std::uint64_t min_bytes = 0;      // window applied (0 = none)
   std::uint64_t max_bytes = 0;
   std::vector<std::string> notes;   // points the reader dropped and why (published tables' rounding rule)
@@ -38,6 +39,9 @@ struct RunSpec {
   std::optional<int> nodes, gpus_per_node;
   std::optional<int> gpus_per_thread;  // nccl-tests -g (else the log header's nGpus, else 1)
   std::optional<bool> cuda_graph;      // nccl-tests -G > 0 (else the log header's "graph:", else off)
+  // The in-place time column (a published table: its numbers are in-place). The stack model predicts
+  // both the same: only the column read changes.
+  bool in_place = false;
   std::optional<std::string> op;
   std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
   sim::stack::Knobs knobs;
@@ -49,7 +53,7 @@ struct RunSpec {
 
 // "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,
 // max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1), collnet (0/1), gpus_per_thread (nccl-tests -g),
-// cuda_graph (0/1, nccl-tests -G > 0). Throws InputError naming `flag`.
+// cuda_graph (0/1, nccl-tests -G > 0), in_place (0/1: the in-place column). Throws InputError naming `flag`.
 RunSpec parse_run_spec(const std::string& text, const std::string& flag);
 
 // Reads the file, resolves the cluster (spec.cluster, else `default_cluster`), nodes and GPUs per

@@ -77,6 +77,25 @@ TEST_CASE("stack: run spec parsing and refusals") {
   CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::nullopt), doctest::Contains("no cluster given"), InputError);
 }
 
+TEST_CASE("stack: in_place=1 reads the in-place time column") {
+  // dranet B200 2 x 1 GPU all-gather, 1 GiB row: out-of-place 14640 us, in-place 11892 us.
+  fit::RunSpec s = fit::parse_run_spec(
+      data("nccl-tests_all_gather_b200_2n1g_google-dranet-nvidia-dra.txt") + "@nodes=2,gpus_per_node=1",
+      "--input");
+  const auto out = fit::load_measured_run(s, std::string("hgx-b200"));
+  s.in_place = true;
+  const auto in = fit::load_measured_run(s, std::string("hgx-b200"));
+  REQUIRE(out.bytes == in.bytes);
+  REQUIRE(out.bytes.back() == 1ull << 30);
+  CHECK_FALSE(out.in_place);
+  CHECK(in.in_place);
+  CHECK(out.measured_us.back() == doctest::Approx(14640));
+  CHECK(in.measured_us.back() == doctest::Approx(11892));
+  CHECK(fit::parse_run_spec("x.txt@in_place=1", "--input").in_place);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@in_place=yes", "--input"), doctest::Contains("in_place"),
+                       InputError);
+}
+
 TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
   // Synthetic runs predicted by a known profile; the fit starts from the NCCL prior and must
   // reproduce the times (the parameters themselves need not be unique).
