@@ -133,7 +133,8 @@ one run only:
 the run is split at its median size, the small half's fit predicts the large half and vice
 versa, and the table reports those predictions. In-sample columns use the shipped profile
 (fitted on all runs of the generation) and are shown for comparison only. MAPE in percent over
-the sizes >= 1 MiB / < 1 MiB (number of sizes in brackets), out-of-place time column, every
+the sizes >= 1 MiB / < 1 MiB (number of sizes in brackets), out-of-place time column (in-place for the
+Azure guide and MSCCL++ tables, which publish only in-place numbers: `in_place=1` in runs.tsv), every
 point kept (spikes included) except, in published tables, sizes whose printed bus bandwidth is
 too coarse to give the time within 1% (listed as `# note:` lines in `<id>.csv`). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
 algorithm/protocol/channels, bus bandwidths) and `<id>.png` (measured vs predicted bus bandwidth).
