@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of `commstack collective`: wall time and peak RSS (GNU time -v) of
 #  1. one ring all-reduce of 1 GiB on dgx-h100 with 512 nodes (4096 GPUs, auto fidelity -> edge);
-#  2. the full 8 B .. 16 GiB all-reduce sweep on 2 dgx-h100 nodes (auto fidelity -> chunk).
+#  2. the full 8 B .. 16 GiB all-reduce sweep on 2 dgx-h100 nodes (auto fidelity -> chunk);
+#  3. the 1 GiB ring all-reduce on 2048 nodes (16384 GPUs, edge fidelity).
 # Usage: bash results/bench-collective/run.sh [path/to/commstack]   (default: ./build/commstack)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,3 +26,4 @@ run() {  # name, args...
 }
 run sweep-2nodes collective --cluster dgx-h100 --nodes 2 --op allreduce --min-bytes 8 --max-bytes 16G --format csv
 run allreduce-1g-4096gpus collective --cluster dgx-h100 --nodes 512 --op allreduce --min-bytes 1G --max-bytes 1G --format csv
+run allreduce-1g-16384gpus collective --cluster dgx-h100 --nodes 2048 --op allreduce --min-bytes 1G --max-bytes 1G --format csv

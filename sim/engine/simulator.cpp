@@ -19,7 +19,6 @@
 #include <simgrid/s4u/Mailbox.hpp>
 #include <xbt/log.h>
 
-#include "sim/engine/heap_pages.hpp"
 #include "sim/fabric/topology_zone.hpp"
 
 namespace commstack::sim {
@@ -34,17 +33,23 @@ std::atomic<bool> g_simulator_created{false};
 //  - crosstraffic off: otherwise 5% of every flow is charged to the reverse direction;
 //  - TCP-gamma huge: otherwise each flow is capped at gamma / (2 * route latency);
 //  - log thresholds: users see only commstack's output.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kActorStackKiB = 64;
+#else
+constexpr int kActorStackKiB = 16;
+#endif
+
 std::vector<std::string> engine_args() {
-  return {"commstack",
-          "--log=root.thresh:critical",
-          "--log=xbt_cfg.thresh:critical",
-          "--cfg=network/model:CM02",
-          "--cfg=network/crosstraffic:0",
-          "--cfg=network/TCP-gamma:1e18",
+  return {"commstack", "--log=root.thresh:critical", "--log=xbt_cfg.thresh:critical",
+          "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:1e18",
           "--cfg=surf/precision:1e-12",
           // Actors (used for large batches of independent flows, see launch_roots_with_actors)
-          // need little stack; no guard page keeps thousands of them under vm.max_map_count.
-          "--cfg=contexts/stack-size:32",
+          // need little stack: they run put_init / start / wait_any and SimGrid's maestro does the
+          // rest on its own stack; 4 KiB overflows, 8 KiB runs the 4096- and 16384-GPU rings, so
+          // 16 KiB leaves twice that (sanitizers' larger frames get 64). SimGrid calloc's every
+          // stack: at 16384 GPUs (32768 actors) this is 512 MiB of the RSS. No guard page keeps
+          // thousands of actors under vm.max_map_count.
+          std::string("--cfg=contexts/stack-size:") + std::to_string(kActorStackKiB),
           "--cfg=contexts/guard-size:0"};
 }
 
@@ -278,9 +283,6 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
   if (g_simulator_created.exchange(true)) {
     throw std::logic_error("only one commstack::sim::Simulator may be created per process (SimGrid's engine is a singleton)");
   }
-  // About 100 KiB of SimGrid state per GPU at edge fidelity (384 MB at 4096 GPUs), at least 64 MiB.
-  advise_huge_pages_for_heap(std::clamp<std::size_t>(topo.gpu_count() * (std::size_t{128} << 10),
-                                                     std::size_t{64} << 20, std::size_t{1} << 30));
   std::vector<std::string> args = engine_args();
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
