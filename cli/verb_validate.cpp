@@ -157,7 +157,8 @@ void run_validate(const ValidateOptions& o) {
                        {"error_percent", r.error_percent},
                        {"algorithm", r.prediction.algorithm},
                        {"protocol", select::to_string(r.prediction.proto)},
-                       {"channels", r.prediction.channels}};
+                       {"channels", r.prediction.channels},
+                       {"disturbed", r.disturbed}};
       if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
       rows.push_back(j);
     }
@@ -194,6 +195,13 @@ void run_validate(const ValidateOptions& o) {
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
+  for (const auto& r : v.rows)
+    if (r.disturbed)
+      fmt::print(
+          "# note: size {}: measured {:.2f} us is {:.1f}x the {:.2f} us of size {}, which moves more bytes: "
+          "likely a disturbed measurement (say one slow iteration in nccl-tests' average); it still counts "
+          "in the MAPE\n",
+          r.bytes, r.measured_us, r.measured_us / r.next_measured_us, r.next_measured_us, r.next_bytes);
   for (const auto& r : v.rows) {
     const auto& p = r.prediction;
     const auto& b = p.breakdown;

@@ -329,6 +329,21 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
     (row.bytes >= (1u << 20) ? large : small).push_back(ape);
     out.rows.push_back(row);
   }
+  // Disturbed points: compare each size with the next larger one of the sweep.
+  std::vector<std::size_t> order(out.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return out.rows[a].bytes < out.rows[b].bytes; });
+  for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+    auto& row = out.rows[order[k]];
+    const auto& next = out.rows[order[k + 1]];
+    if (next.bytes > row.bytes && next.bytes <= 2 * row.bytes &&
+        row.measured_us > kDisturbedRatio * next.measured_us) {
+      row.disturbed = true;
+      row.next_bytes = next.bytes;
+      row.next_measured_us = next.measured_us;
+    }
+  }
   out.mape_percent = mean(all);
   out.mape_large_percent = mean(large);
   out.mape_small_percent = mean(small);

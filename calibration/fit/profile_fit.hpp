@@ -67,6 +67,12 @@ struct ValidationRow {
   double predicted_us = 0;
   double error_percent = 0;  // 100 (predicted - measured) / measured
   sim::stack::Prediction prediction;
+  // The measured time is more than kDisturbedRatio x that of the next size of the sweep (at most
+  // twice as large): a larger message cannot take that much less time, so one slow iteration
+  // disturbed the average. Reported, still counted in the MAPE.
+  bool disturbed = false;
+  std::uint64_t next_bytes = 0;  // the next size (when disturbed)
+  double next_measured_us = 0;
 };
 
 struct ValidationResult {
@@ -85,6 +91,12 @@ struct ValidationResult {
 // A run whose largest message reaches less than this fraction of the predicted bus bandwidth is
 // flagged as far below what its hardware allows (docs/calibration.md).
 inline constexpr double kBelowHardwareRatio = 0.6;
+
+// A size whose measured time exceeds the next size's (at most 2x larger) by this factor is marked
+// disturbed. NCCL switching protocol or algorithm between two sizes moves the time by less (largest
+// drop in the shared logs: 11%, Vultr B200 2-node reduce-scatter 8 -> 16 MiB); every point above it
+// there is a lone spike 1.4-4.6x its neighbours (docs/calibration.md).
+inline constexpr double kDisturbedRatio = 1.25;
 
 ValidationResult validate_run(const MeasuredRun& run, const sim::stack::Profile& profile);
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,33 @@ TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below th
   CHECK_FALSE(vg.below_hardware);
   CHECK(vg.n_large == 15);
   CHECK(vg.n_small == 17);
+}
+
+TEST_CASE("stack: validate marks a size slower than the next, larger one as disturbed") {
+  const Profile h100 = sim::stack::prior_profile(90);
+  auto disturbed = [&](const std::string& file, int nodes) {
+    fit::RunSpec spec;
+    spec.file = data(file);
+    spec.nodes = nodes;
+    spec.gpus_per_node = 8;
+    const auto v = fit::validate_run(fit::load_measured_run(spec, std::string("dgx-h100")), h100);
+    std::vector<std::uint64_t> sizes;
+    for (const auto& r : v.rows)
+      if (r.disturbed) {
+        CHECK(r.next_bytes == 2 * r.bytes);
+        CHECK(r.measured_us > fit::kDisturbedRatio * r.next_measured_us);
+        sizes.push_back(r.bytes);
+      }
+    return sizes;
+  };
+  // dgxc 1 node: 32 B takes 68.14 us where 64 B takes 14.92; 4 KiB 23.59 where 8 KiB takes 17.40.
+  CHECK(disturbed("nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt", 1) ==
+        std::vector<std::uint64_t>{32, 4096});
+  // qoofyk 2 nodes: 8 B 68.52 us (16 B: 24.96), 256 B 94.40 us (512 B: 32.35).
+  CHECK(disturbed("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt", 2) ==
+        std::vector<std::uint64_t>{8, 256});
+  // A clean sweep has none.
+  CHECK(disturbed("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-gjaion-default.txt", 2).empty());
 }
 
 TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless a key sets them") {
