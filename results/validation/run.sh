@@ -136,7 +136,8 @@ versa, and the table reports those predictions. In-sample columns use the shippe
 the sizes >= 1 MiB / < 1 MiB (number of sizes in brackets), out-of-place time column (in-place for the
 Azure guide and MSCCL++ tables, which publish only in-place numbers: `in_place=1` in runs.tsv), every
 point kept (spikes included) except, in published tables, sizes whose printed bus bandwidth is
-too coarse to give the time within 1% (listed as `# note:` lines in `<id>.csv`). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
+too coarse to give the time within 1% (listed as `# note:` lines in `<id>.csv`; so are sizes whose
+time is above 1.25x the next size's, a disturbed measurement, which stay in the MAPE). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
 algorithm/protocol/channels, bus bandwidths) and `<id>.png` (measured vs predicted bus bandwidth).
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; docs/stack-model.md
