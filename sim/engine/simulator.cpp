@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -109,6 +110,9 @@ void Simulator::Impl::launch(int id, double now) {
 // same on_completion callback (only the sender's comm carries the flow id) and everything after
 // the transfer (latency timers, successors) is unchanged.
 void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
+  // One actor per GPU both sends that GPU's flows and receives the flows addressed to it (a comm
+  // runs from its sender's host to its receiver's host, so each side must live on its GPU): half
+  // the actors, and stacks, of one sender plus one receiver per GPU.
   std::map<int, std::vector<int>> by_src;
   std::map<int, int> incoming;
   for (int id : roots) {
@@ -116,9 +120,21 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
     by_src[f.src].push_back(id);
     ++incoming[f.dst];
   }
-  for (const auto& [src, ids] : by_src) {
-    std::vector<int> mine = ids;
-    simgrid::s4u::Actor::create("tx" + std::to_string(src), zone->host(src), [this, mine] {
+  std::set<int> gpus;
+  for (const auto& entry : by_src) gpus.insert(entry.first);
+  for (const auto& entry : incoming) gpus.insert(entry.first);
+  for (int gpu : gpus) {
+    const auto sends = by_src.find(gpu);
+    std::vector<int> mine = sends == by_src.end() ? std::vector<int>{} : sends->second;
+    const auto in = incoming.find(gpu);
+    const int expected = in == incoming.end() ? 0 : in->second;
+    simgrid::s4u::Actor::create("gpu" + std::to_string(gpu), zone->host(gpu), [this, gpu, mine, expected] {
+      // Receives first, so no send waits on a receiver that has not posted yet.
+      auto* own = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
+      std::vector<simgrid::s4u::CommPtr> gets;
+      std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
+      gets.reserve(received.size());
+      for (auto& slot : received) gets.push_back(own->get_async<void>(&slot));
       std::vector<simgrid::s4u::CommPtr> comms;
       comms.reserve(mine.size());
       for (int id : mine) {
@@ -138,18 +154,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
         const auto k = simgrid::s4u::Comm::wait_any(comms);
         comms.erase(comms.begin() + k);
       }
-    });
-  }
-  for (const auto& [dst, count] : incoming) {
-    const int expected = count;
-    const int d = dst;
-    simgrid::s4u::Actor::create("rx" + std::to_string(d), zone->host(d), [expected, d] {
-      auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(d));
-      std::vector<simgrid::s4u::CommPtr> comms;
-      std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
-      comms.reserve(static_cast<std::size_t>(expected));
-      for (auto& slot : received) comms.push_back(box->get_async<void>(&slot));
-      simgrid::s4u::Comm::wait_all(comms);
+      simgrid::s4u::Comm::wait_all(gets);
     });
   }
 }
