@@ -105,8 +105,8 @@ void Simulator::Impl::launch(int id, double now) {
 // it with std::list::remove on completion: O(flows in flight) per completion, quadratic overall
 // (32k concurrent flows of a 4096-GPU ring at edge fidelity took 150 s). Comms between mailboxes
 // are listed on their sender and receiver actors instead, a few each. So a large batch of flows
-// that are ready at the start of a run (no predecessors) is started by one sender actor per
-// source GPU and drained by one receiver actor per destination GPU; completions go through the
+// that are ready at the start of a run (no predecessors) is started and received by one actor per
+// GPU (its own flows out, the flows addressed to it in); completions go through the
 // same on_completion callback (only the sender's comm carries the flow id) and everything after
 // the transfer (latency timers, successors) is unchanged.
 void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
