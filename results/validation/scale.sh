@@ -44,10 +44,10 @@ loo_of() {  # the leave-one-out MAPE columns of run.sh's summary, for comparison
   echo "|---|---|---|---|---|---|"
 } >"$tmp/summary"
 : >"$tmp/fitted"
-for gen in $(cut -f2 "$tmp/runs" | awk '!seen[$0]++'); do
+while read -r gen; do
   args=() small_ids=()
   while IFS=$'\t' read -r id g cl spec ranks nodes; do
-    [[ $g == "$gen" ]] && is_small "$gen" "$ranks" "$nodes" || continue
+    if [[ $g != "$gen" ]] || ! is_small "$gen" "$ranks" "$nodes"; then continue; fi
     sep='@'; [[ $spec == *@* ]] && sep=','
     args+=(--input "$data/$spec${sep}cluster=$cl")
     small_ids+=("$id")
@@ -56,13 +56,13 @@ for gen in $(cut -f2 "$tmp/runs" | awk '!seen[$0]++'); do
   [[ ${#small_ids[@]} -ge 1 && $n_large -gt ${#small_ids[@]} ]] || continue
   "$exe" calibrate --prior-weight "$pw" --loss "$loss" "${args[@]}" --name "$gen-small-scale" --output "$tmp/$gen.json" >/dev/null
   while IFS=$'\t' read -r id g cl spec ranks nodes; do
-    [[ $g == "$gen" ]] && ! is_small "$gen" "$ranks" "$nodes" || continue
+    if [[ $g != "$gen" ]] || is_small "$gen" "$ranks" "$nodes"; then continue; fi
     "$exe" validate --cluster "$cl" --measured "$data/$spec" --profile "$tmp/$gen.json" --format csv >"$out/$id.csv"
     read -r ml nl ms ns < <(mape_of "$out/$id.csv")
     echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(loo_of "$id") |" >>"$tmp/summary"
   done <"$tmp/runs"
   echo "* $gen small: ${small_ids[*]}" >>"$tmp/fitted"
-done
+done < <(cut -f2 "$tmp/runs" | awk '!seen[$0]++')
 {
   cat "$tmp/summary"
   echo
