@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -194,6 +195,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   // A commstack-bench JSON holds many series (ops x algorithms x protocols x channel counts): the
   // run spec's op / algo / proto / max_ctas pick one, exactly as NCCL_ALGO etc. picked it there.
   NcclTestsResult log;
+  bool one_column = true;  // bench JSON and published tables carry one time (kept as out_of_place)
   if (is_bench_json(spec.file)) {
     if (hint == NcclTestsOp::unknown)
       throw InputError(fmt::format("{}: a commstack-bench file holds several collectives; say which with {}@op=all_reduce",
@@ -219,6 +221,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                  spec.file));
   } else {
     log = parse_nccl_tests_file(spec.file, hint);
+    one_column = false;
   }
   apply_logged_env(spec, log, run);
   auto op = collective_op_of(log.op);
@@ -290,9 +293,8 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   if (run.knobs.gpus_per_thread > run.gpus_per_node)
     throw InputError(fmt::format("{}: {} GPUs per thread (nccl-tests -g) but {} GPUs per node", spec.file,
                                  run.knobs.gpus_per_thread, run.gpus_per_node));
-  // The time column: out-of-place unless the spec says in_place=1. A published table or a bench
-  // file has one column (kept as out_of_place); in_place=1 there says its numbers are in-place.
-  const bool one_column = is_bench_json(spec.file) || is_published_table(spec.file);
+  // The time column: out-of-place unless the spec says in_place=1; for a one-column file
+  // in_place=1 says its numbers are in-place.
   run.in_place = spec.in_place;
   const bool in_place_column = spec.in_place && !one_column;
   for (const auto& row : log.rows) {
@@ -331,7 +333,7 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   }
   // Disturbed points: compare each size with the next larger one of the sweep.
   std::vector<std::size_t> order(out.rows.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return out.rows[a].bytes < out.rows[b].bytes; });
   for (std::size_t k = 0; k + 1 < order.size(); ++k) {

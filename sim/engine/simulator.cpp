@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -113,49 +112,48 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
   // One actor per GPU both sends that GPU's flows and receives the flows addressed to it (a comm
   // runs from its sender's host to its receiver's host, so each side must live on its GPU): half
   // the actors, and stacks, of one sender plus one receiver per GPU.
-  std::map<int, std::vector<int>> by_src;
-  std::map<int, int> incoming;
+  struct Work {
+    std::vector<int> sends;
+    int receives = 0;
+  };
+  std::map<int, Work> by_gpu;
   for (int id : roots) {
     const Flow& f = graph->flow(id);
-    by_src[f.src].push_back(id);
-    ++incoming[f.dst];
+    by_gpu[f.src].sends.push_back(id);
+    ++by_gpu[f.dst].receives;
   }
-  std::set<int> gpus;
-  for (const auto& entry : by_src) gpus.insert(entry.first);
-  for (const auto& entry : incoming) gpus.insert(entry.first);
-  for (int gpu : gpus) {
-    const auto sends = by_src.find(gpu);
-    std::vector<int> mine = sends == by_src.end() ? std::vector<int>{} : sends->second;
-    const auto in = incoming.find(gpu);
-    const int expected = in == incoming.end() ? 0 : in->second;
-    simgrid::s4u::Actor::create("gpu" + std::to_string(gpu), zone->host(gpu), [this, gpu, mine, expected] {
-      // Receives first, so no send waits on a receiver that has not posted yet.
-      auto* own = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
-      std::vector<simgrid::s4u::CommPtr> gets;
-      std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
-      gets.reserve(received.size());
-      for (auto& slot : received) gets.push_back(own->get_async<void>(&slot));
-      std::vector<simgrid::s4u::CommPtr> comms;
-      comms.reserve(mine.size());
-      for (int id : mine) {
-        const Flow& f = graph->flow(id);
-        start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
-        auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
-        // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
-        void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
-        auto comm = box->put_init(tag, payload(id));
-        comm->set_data(tag);
-        comm->start();
-        comms.push_back(std::move(comm));
-      }
-      // wait_any reports each comm (on_completion) at the time it finished; wait_all would
-      // report them in vector order, some late.
-      while (!comms.empty()) {
-        const auto k = simgrid::s4u::Comm::wait_any(comms);
-        comms.erase(comms.begin() + k);
-      }
-      simgrid::s4u::Comm::wait_all(gets);
-    });
+  for (auto& entry : by_gpu) {
+    const int gpu = entry.first;
+    simgrid::s4u::Actor::create(
+        "gpu" + std::to_string(gpu), zone->host(gpu),
+        [this, gpu, mine = std::move(entry.second.sends), expected = entry.second.receives] {
+          // Receives first, so no send waits on a receiver that has not posted yet.
+          auto* own = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
+          std::vector<simgrid::s4u::CommPtr> gets;
+          std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
+          gets.reserve(received.size());
+          for (auto& slot : received) gets.push_back(own->get_async<void>(&slot));
+          std::vector<simgrid::s4u::CommPtr> comms;
+          comms.reserve(mine.size());
+          for (int id : mine) {
+            const Flow& f = graph->flow(id);
+            start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
+            auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
+            // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
+            void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
+            auto comm = box->put_init(tag, payload(id));
+            comm->set_data(tag);
+            comm->start();
+            comms.push_back(std::move(comm));
+          }
+          // wait_any reports each comm (on_completion) at the time it finished; wait_all would
+          // report them in vector order, some late.
+          while (!comms.empty()) {
+            const auto k = simgrid::s4u::Comm::wait_any(comms);
+            comms.erase(comms.begin() + k);
+          }
+          simgrid::s4u::Comm::wait_all(gets);
+        });
   }
 }
 
