@@ -45,8 +45,8 @@ sizes_of() {  # the run's sizes (> 0) in file order, via validate
   "$exe" validate --cluster "$2" --measured "$data/$1" --profile "$3" --format csv |
     grep -v '^#' | tail -n +2 | cut -d, -f1
 }
-mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\1 \2 \3 \4 \5 \6/'; }
-fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
+# shellcheck source=results/validation/mape.sh
+source results/validation/mape.sh
 
 gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
 for gen in $gens; do

@@ -33,8 +33,8 @@ done >"$tmp/runs"
 is_small() {  # gen ranks nodes -> 0 when small
   if [[ $1 == gb200 ]]; then [[ $2 -le 24 ]]; else [[ $3 -eq 1 ]]; fi
 }
-mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\3 \4 \5 \6/'; }
-fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
+# shellcheck source=results/validation/mape.sh
+source results/validation/mape.sh
 loo_of() {  # the leave-one-out MAPE columns of run.sh's summary, for comparison
   awk -F'|' -v id="$1" '{ gsub(/ /, "", $2) } $2 == id { gsub(/^ +| +$/, "", $5); gsub(/^ +| +$/, "", $6); print $5 " / " $6 }' $here/summary.md
 }
@@ -58,7 +58,7 @@ while read -r gen; do
   while IFS=$'\t' read -r id g cl spec ranks nodes; do
     if [[ $g != "$gen" ]] || is_small "$gen" "$ranks" "$nodes"; then continue; fi
     "$exe" validate --cluster "$cl" --measured "$data/$spec" --profile "$tmp/$gen.json" --format csv >"$out/$id.csv"
-    read -r ml nl ms ns < <(mape_of "$out/$id.csv")
+    read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
     echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(loo_of "$id") |" >>"$tmp/summary"
   done <"$tmp/runs"
   echo "* $gen small: ${small_ids[*]}" >>"$tmp/fitted"
