@@ -64,7 +64,7 @@ void register_calibrate(CLI::App& app) {
          "--input", o->inputs,
          "nccl-tests output or published table, FILE[@key=value,...] (keys: cluster nodes gpus_per_node op "
          "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls collnet gpus_per_thread "
-         "cuda_graph in_place); repeatable")
+         "cuda_graph in_place nccl_version); repeatable")
       ->required();
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");
   sub->add_option("--output", o->output, "Profile JSON to write")->required();

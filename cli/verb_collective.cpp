@@ -42,7 +42,8 @@ struct CollectiveOptions {
   // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
   // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
   std::string profile;
-  std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph;
+  std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph,
+      nccl_version;
   bool breakdown = false;
 };
 
@@ -131,6 +132,8 @@ void run(const CollectiveOptions& o) {
     if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
     if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
     if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+    if (!o.nccl_version.empty())
+      knobs.nccl_version = select::parse_nccl_version(o.nccl_version, "--nccl-version");
     if (!o.gpus_per_thread.empty())
       knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
     select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
@@ -142,12 +145,13 @@ void run(const CollectiveOptions& o) {
     if (profile.sm != sm)
       throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
                                    profile.sm, o.cluster, sm));
-  } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() || !o.max_channels.empty() ||
-             !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
-             !o.cuda_graph.empty()) {
-    throw InputError("--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
-                     "--gpus-per-thread/--cuda-graph need the stack model: "
-                     "add --profile auto (or a profile file)");
+  } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() ||
+             !o.max_channels.empty() || !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() ||
+             !o.gpus_per_thread.empty() || !o.cuda_graph.empty() || !o.nccl_version.empty()) {
+    throw InputError(
+        "--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
+        "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
+        "add --profile auto (or a profile file)");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -258,6 +262,9 @@ void register_collective(CLI::App& app) {
                   "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");
   sub->add_option("--cuda-graph", o->cuda_graph,
                   "Stack model: on|off, calls replayed from a CUDA graph like nccl-tests -G (no per-call host time)");
+  sub->add_option("--nccl-version", o->nccl_version,
+                  "Stack model: whose tuning model picks algorithm, protocol and channels: 2.28.9 (default), "
+                  "2.29.3, 2.29.7 or 2.30.7");
   sub->add_flag("--breakdown", o->breakdown, "Stack model: print each layer's contribution per size");
   on_selected(sub, [o] { run(*o); });
 }

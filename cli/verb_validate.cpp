@@ -25,7 +25,7 @@ struct ValidateOptions {
   std::optional<int> nodes, gpus_per_node, gpus_per_thread;
   std::optional<std::string> algo, proto, op, profile;
   std::optional<int> min_channels, max_channels;
-  std::optional<std::string> nvls, collnet, cuda_graph;
+  std::optional<std::string> nvls, collnet, cuda_graph, nccl_version;
   std::optional<std::string> min_bytes, max_bytes;
   std::string format = "text";
   bool breakdown = false;
@@ -60,7 +60,7 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   const std::vector<std::string> folded{
       "cluster",   "nodes",      "gpus_per_node", "gpus_per_thread", "op",       "series",   "config",
       "min_bytes", "max_bytes",  "algo",          "proto",           "min_ctas", "max_ctas", "nvls",
-      "collnet",   "cuda_graph", "in_place"};
+      "collnet",   "cuda_graph", "in_place",      "nccl_version"};
   for (std::size_t pos = 0; pos < keys.knob_text.size();) {
     const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
     const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
@@ -88,6 +88,7 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   fold(keys.gpus_per_node, spec.gpus_per_node, "gpus_per_node", "--gpus-per-node");
   fold(keys.gpus_per_thread, spec.gpus_per_thread, "gpus_per_thread", "--gpus-per-thread");
   fold(keys.cuda_graph, spec.cuda_graph, "cuda_graph", "--cuda-graph");
+  fold(keys.nccl_version, spec.nccl_version, "nccl_version", "--nccl-version");
   fold(keys.knobs.collnet, spec.knobs.collnet, "collnet", "--collnet");
   if (keys.in_place) {
     if (spec.in_place) twice("in_place", "--in-place");
@@ -130,6 +131,7 @@ void run_validate(const ValidateOptions& o) {
   if (o.nvls) spec.knobs.env.nvls_enable = parse_nccl_switch(*o.nvls, "--nvls") ? 1 : 0;
   if (o.collnet) spec.knobs.collnet = parse_nccl_switch(*o.collnet, "--collnet");
   if (o.cuda_graph) spec.cuda_graph = parse_on_off(*o.cuda_graph, "--cuda-graph");
+  if (o.nccl_version) spec.nccl_version = select::parse_nccl_version(*o.nccl_version, "--nccl-version");
   spec.in_place = o.in_place;
   select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
   if (o.algo) select::apply_nccl_list(*o.algo, "--algo", true, check);
@@ -169,6 +171,7 @@ void run_validate(const ValidateOptions& o) {
                        {"gpus_per_node", run.gpus_per_node},
                        {"time_column", run.in_place ? "in-place" : "out-of-place"},
                        {"profile", profile.name},
+                       {"nccl_selection", select::to_string(run.knobs.nccl_version)},
                        {"rows", rows},
                        {"mape_percent", v.mape_percent},
                        {"mape_ge_1MiB_percent", v.mape_large_percent},
@@ -189,9 +192,10 @@ void run_validate(const ValidateOptions& o) {
                "predicted_busbw_GBps{}\n",
                o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
   } else {
-    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({})\n", run.file, run.cluster_name,
-               run.nodes, run.gpus_per_node, sim::to_string(run.op),
-               run.in_place ? "in-place" : "out-of-place", profile.name, profile.origin);
+    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({}), NCCL {} selection\n",
+               run.file, run.cluster_name, run.nodes, run.gpus_per_node, sim::to_string(run.op),
+               run.in_place ? "in-place" : "out-of-place", profile.name, profile.origin,
+               select::to_string(run.knobs.nccl_version));
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
@@ -268,6 +272,10 @@ void register_validate(CLI::App& app) {
   sub->add_option("--nvls", o->nvls,
                   "on|off, like NCCL_NVLS_ENABLE (1 or 0; default: the log's NCCL_NVLS_ENABLE)");
   sub->add_option("--collnet", o->collnet, "on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
+  sub->add_option(
+      "--nccl-version", o->nccl_version,
+      "Whose tuning model picks algorithm, protocol and channels: 2.28.9, 2.29.3, 2.29.7 or 2.30.7 "
+      "(default: the NCCL version the log printed, its nearest modeled release noted; else 2.28.9)");
   sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
   sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");
   sub->add_option("--profile", o->profile, "Calibration profile (file or shipped name; default: the GPU generation's)");

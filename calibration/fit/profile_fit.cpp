@@ -103,6 +103,8 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
     } else if (key == "in_place") {
       spec.in_place =
           parse_0_or_1(value, what, " (1: the in-place time column / a table of in-place numbers)");
+    } else if (key == "nccl_version") {
+      spec.nccl_version = select::parse_nccl_version(value, what);
     } else if (key == "gpus_per_thread") {
       spec.gpus_per_thread = parse_int(value, what);
       if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
@@ -110,7 +112,7 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       throw InputError(
           fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
                       "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
-                      "gpus_per_thread, cuda_graph, in_place)",
+                      "gpus_per_thread, cuda_graph, in_place, nccl_version)",
                       flag, text, key));
     }
   }
@@ -285,6 +287,22 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     run.knobs.gpus_per_thread = *spec.gpus_per_thread;
   else if (log.run.n_gpus && *log.run.n_gpus >= 1)
     run.knobs.gpus_per_thread = *log.run.n_gpus;
+  // NCCL's selection changes between releases: the spec's version, else the one the log printed
+  // (NCCL_DEBUG=VERSION line, nccl-tests' nccl-library=), each noted when it is not modeled exactly.
+  if (spec.nccl_version) {
+    run.knobs.nccl_version = *spec.nccl_version;
+  } else if (log.nccl_version) {
+    if (const auto m = select::match_printed_version(*log.nccl_version)) {
+      run.knobs.nccl_version = m->version;
+      if (!m->exact)
+        run.notes.push_back(fmt::format(
+            "{}: the log was produced by NCCL {}, which has no tuning table here: algorithms, protocols and "
+            "channels are chosen by NCCL {}'s tuning model (the nearest modeled release, "
+            "docs/nccl-selection.md; "
+            "nccl_version= or --nccl-version picks another)",
+            spec.file, *log.nccl_version, select::to_string(m->version)));
+    }
+  }
   // nccl-tests -G: the header's "graph:" count, unless the spec says.
   if (spec.cuda_graph)
     run.knobs.cuda_graph = *spec.cuda_graph;

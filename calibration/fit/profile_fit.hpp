@@ -42,6 +42,8 @@ struct RunSpec {
   // The in-place time column (a published table: its numbers are in-place). The stack model predicts
   // both the same: only the column read changes.
   bool in_place = false;
+  // Whose tuning model selects (nccl_version=2.29.3); else the version the log printed, else 2.28.9.
+  std::optional<select::NcclVersion> nccl_version;
   std::optional<std::string> op;
   std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
   sim::stack::Knobs knobs;
@@ -53,7 +55,8 @@ struct RunSpec {
 
 // "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,
 // max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1), collnet (0/1), gpus_per_thread (nccl-tests -g),
-// cuda_graph (0/1, nccl-tests -G > 0), in_place (0/1: the in-place column). Throws InputError naming `flag`.
+// cuda_graph (0/1, nccl-tests -G > 0), in_place (0/1: the in-place column), nccl_version (a modeled
+// NCCL release whose tuning model selects). Throws InputError naming `flag`.
 RunSpec parse_run_spec(const std::string& text, const std::string& flag);
 
 // Reads the file, resolves the cluster (spec.cluster, else `default_cluster`), nodes and GPUs per

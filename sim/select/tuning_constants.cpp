@@ -1,5 +1,10 @@
 #include "sim/select/tuning_constants.hpp"
 
+#include <array>
+#include <compare>
+#include <cstdlib>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -46,37 +51,127 @@ TunerConstants make_2_28_9() {
   return c;
 }
 
-// NVIDIA/nccl master 5067397 (version.mk 2.30.7): differences from 2.28.9 only.
-TunerConstants make_2_30_7() {
+// NVIDIA/nccl tag v2.29.3-1 (v2.29.2-1 has the same tuning.cc): differences from 2.28.9 only.
+TunerConstants make_2_29_3() {
   TunerConstants c = make_2_28_9();
-  c.source = "NVIDIA/nccl master 5067397 (2.30.7), src/graph/tuning.cc";
+  c.source = "NVIDIA/nccl tag v2.29.3-1, src/graph/tuning.cc";
+  c.per_ch_max_ring_ll128_bw[3][0] = 34.5;
+  c.per_ch_max_ring_ll128_bw[3][1] = 34.6;
+  c.per_ch_max_ring_ll128_bw[3][2] = 34.5;
+  c.nvls_tree_correction_blackwell_x86 = true;
+  return c;
+}
+
+// NVIDIA/nccl tag v2.29.7-1: differences from 2.29.3 only.
+TunerConstants make_2_29_7() {
+  TunerConstants c = make_2_29_3();
+  c.source = "NVIDIA/nccl tag v2.29.7-1, src/graph/tuning.cc";
   c.per_ch_max_ring_ll128_bw[3][0] = 40.0;
   c.per_ch_max_ring_ll128_bw[3][1] = 40.0;
   c.per_ch_max_ring_ll128_bw[3][2] = 40.0;
+  return c;
+}
+
+// NVIDIA/nccl master 5067397 (version.mk 2.30.7, = tag v2.30.7-1): differences from 2.29.7 only.
+TunerConstants make_2_30_7() {
+  TunerConstants c = make_2_29_7();
+  c.source = "NVIDIA/nccl master 5067397 (2.30.7), src/graph/tuning.cc";
   c.per_ch_max_nvls_tree_bw[3][2] = 80.0;
-  c.nvls_tree_correction_blackwell_x86 = true;
   c.ll128_mixed_sm90 = true;
   return c;
 }
+
+struct Release {
+  int major, minor, patch;
+  auto operator<=>(const Release&) const = default;
+};
+
+// "2.29.3", "v2.29.3-1", "2.29.3+cuda12.8" -> 2.29.3; nullopt if not three numbers.
+std::optional<Release> parse_release(std::string_view text) {
+  std::string t(text);
+  if (!t.empty() && (t[0] == 'v' || t[0] == 'V')) t.erase(0, 1);
+  const auto cut = t.find_first_of("+- \t");
+  if (cut != std::string::npos) t.resize(cut);
+  Release r{};
+  char dot1 = 0, dot2 = 0;
+  std::istringstream in(t);
+  if (!(in >> r.major >> dot1 >> r.minor >> dot2 >> r.patch) || dot1 != '.' || dot2 != '.' || !in.eof())
+    return std::nullopt;
+  if (r.major < 0 || r.minor < 0 || r.patch < 0) return std::nullopt;
+  return r;
+}
+
+struct Modeled {
+  Release release;
+  NcclVersion version;
+};
+// Releases whose tuning.cc a table reproduces, oldest first (2.29.2 and 2.29.3 share one tuning.cc).
+constexpr std::array<Modeled, 5> kModeled{{{{2, 28, 9}, NcclVersion::v2_28_9},
+                                           {{2, 29, 2}, NcclVersion::v2_29_3},
+                                           {{2, 29, 3}, NcclVersion::v2_29_3},
+                                           {{2, 29, 7}, NcclVersion::v2_29_7},
+                                           {{2, 30, 7}, NcclVersion::v2_30_7}}};
 
 }  // namespace
 
 NcclVersion default_nccl_version() { return NcclVersion::v2_28_9; }
 
-std::string to_string(NcclVersion v) { return v == NcclVersion::v2_28_9 ? "2.28.9" : "2.30.7"; }
+std::string to_string(NcclVersion v) {
+  switch (v) {
+    case NcclVersion::v2_28_9: return "2.28.9";
+    case NcclVersion::v2_29_3: return "2.29.3";
+    case NcclVersion::v2_29_7: return "2.29.7";
+    case NcclVersion::v2_30_7: return "2.30.7";
+  }
+  return "?";
+}
 
 NcclVersion parse_nccl_version(std::string_view text, std::string_view what) {
   std::string t(text);
   if (!t.empty() && (t[0] == 'v' || t[0] == 'V')) t.erase(0, 1);
-  if (t == "2.28" || t == "2.28.9" || t == "2.28.9-1") return NcclVersion::v2_28_9;
-  if (t == "2.30" || t == "2.30.7" || t == "2.30.7-1" || t == "head" || t == "HEAD") return NcclVersion::v2_30_7;
-  throw InputError(fmt::format("{}: unknown NCCL tuning version '{}'; expected 2.28.9 or 2.30.7", what, text));
+  if (t == "2.28") return NcclVersion::v2_28_9;
+  if (t == "2.29") return NcclVersion::v2_29_7;
+  if (t == "2.30" || t == "head" || t == "HEAD") return NcclVersion::v2_30_7;
+  if (const auto r = parse_release(t))
+    for (const auto& m : kModeled)
+      if (m.release == *r) return m.version;
+  throw InputError(fmt::format(
+      "{}: NCCL version '{}' has no tuning table here; expected 2.28.9, 2.29.2, 2.29.3, 2.29.7 or 2.30.7 (or "
+      "2.28, 2.29, 2.30, head)",
+      what, text));
+}
+
+std::optional<VersionMatch> match_printed_version(std::string_view printed) {
+  const auto r = parse_release(printed);
+  if (!r) return std::nullopt;
+  // Same release: exact. Same major.minor line: its nearest modeled patch (the older on a tie), as
+  // constants change least within a line. Else the newest modeled release older than it, else the
+  // oldest modeled one.
+  const Modeled* line = nullptr;
+  const Modeled* below = nullptr;
+  for (const auto& m : kModeled) {
+    if (m.release == *r) return VersionMatch{m.version, true};
+    if (m.release.major == r->major && m.release.minor == r->minor &&
+        (!line || std::abs(m.release.patch - r->patch) < std::abs(line->release.patch - r->patch)))
+      line = &m;
+    if (m.release < *r) below = &m;
+  }
+  const Modeled* pick = line ? line : below ? below : &kModeled.front();
+  return VersionMatch{pick->version, false};
 }
 
 const TunerConstants& tuner_constants(NcclVersion v) {
   static const TunerConstants a = make_2_28_9();
-  static const TunerConstants b = make_2_30_7();
-  return v == NcclVersion::v2_28_9 ? a : b;
+  static const TunerConstants b = make_2_29_3();
+  static const TunerConstants c = make_2_29_7();
+  static const TunerConstants d = make_2_30_7();
+  switch (v) {
+    case NcclVersion::v2_28_9: return a;
+    case NcclVersion::v2_29_3: return b;
+    case NcclVersion::v2_29_7: return c;
+    case NcclVersion::v2_30_7: return d;
+  }
+  return a;
 }
 
 int arch_index(int sm) { return sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0; }

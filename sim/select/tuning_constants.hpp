@@ -1,11 +1,15 @@
 #pragma once
 // NCCL's tuning constants, one table per NCCL version, copied as numbers from
 // src/graph/tuning.cc (ncclTunerConstantsDefaults, nvlsEfficiency, treeCorrectionFactor) and
-// src/graph/topo.h. Two versions are kept because they differ for Blackwell:
-//   v2_28_9 : tag v2.28.9-1 (the NCCL the project's calibration bench builds against; default)
-//   v2_30_7 : master 5067397 (2.30.7): Ring LL128 per-channel cap 40.0 GB/s on Blackwell (was
-//             73.4/34.6/73.4), NVLSTree cap at >=4 nodes 80.0 (was 43.8), tree correction also
-//             applied to NVLSTree AllReduce on Blackwell x86, LL128 allowed across mixed SMs >= 90.
+// src/graph/topo.h. The versions kept differ for Blackwell only (tags of NVIDIA/nccl):
+//   v2_28_9 : v2.28.9-1 (the NCCL the project's calibration bench builds against; default)
+//   v2_29_3 : v2.29.3-1 (tuning.cc identical in v2.29.2-1): Ring LL128 per-channel cap on Blackwell
+//             34.5/34.6/34.5 GB/s (was 73.4/34.6/73.4); the tree correction also applies to
+//             NVLSTree AllReduce on Blackwell x86.
+//   v2_29_7 : v2.29.7-1: Ring LL128 per-channel cap on Blackwell 40.0 GB/s.
+//   v2_30_7 : master 5067397 = v2.30.7-1: NVLSTree cap at >= 4 nodes 80.0 (was 43.8), LL128
+//             allowed across mixed SMs >= 90, CollNetChain disabled when the plugin lacks it.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,11 +17,23 @@
 
 namespace commstack::select {
 
-enum class NcclVersion { v2_28_9, v2_30_7 };
+enum class NcclVersion { v2_28_9, v2_29_3, v2_29_7, v2_30_7 };
 NcclVersion default_nccl_version();
 std::string to_string(NcclVersion v);
-// "2.28", "2.28.9", "v2.28.9-1", "2.30", "2.30.7", "head" -> version; InputError naming `what` otherwise.
+// A modeled version by name: "2.28.9", "2.29.2", "2.29.3", "2.29.7", "2.30.7" (also "v2.29.3-1"), a
+// line "2.28" / "2.29" / "2.30" (its newest modeled release), "head" (= 2.30.7); InputError naming
+// `what` otherwise.
 NcclVersion parse_nccl_version(std::string_view text, std::string_view what);
+
+// The tuning model to use for the NCCL version a log printed ("2.26.2", "2.29.3+cuda12.8",
+// "2.29.3-1"): the modeled version whose tuning.cc is that release's (exact), else the nearest
+// modeled patch of the same major.minor line, else the newest modeled release older than it, else
+// the oldest modeled one. nullopt when `printed` is not a version number.
+struct VersionMatch {
+  NcclVersion version;
+  bool exact;
+};
+std::optional<VersionMatch> match_printed_version(std::string_view printed);
 
 inline constexpr int kNumHw = 3;  // NVLINK, PCI, NET
 enum class Hw { nvlink, pci, net };

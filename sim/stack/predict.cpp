@@ -172,7 +172,7 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   if (geo_.local_ranks > 1) geo_.route_latency_intra_s = topo.path_latency(topo.route(0, 1));
   if (geo_.nccl_nodes > 1) geo_.route_latency_inter_s = topo.path_latency(topo.route(0, geo_.local_ranks));
   shape_ = comm_shape(geo_, knobs_);
-  tables_ = select::tune_model(shape_, knobs_.env);
+  tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
 }
 
 Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const {

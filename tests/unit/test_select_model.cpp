@@ -117,16 +117,38 @@ TEST_CASE("select: channel reduction for small messages and NCCL_MIN/MAX_CTAS") 
   CHECK_THROWS_AS(tune_model(s, env), commstack::InputError);
 }
 
-TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9 and 2.30.7") {
+TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.7 and 2.30.7") {
   const TunerConstants& a = tuner_constants(NcclVersion::v2_28_9);
   const TunerConstants& b = tuner_constants(NcclVersion::v2_30_7);
+  const TunerConstants& c = tuner_constants(NcclVersion::v2_29_3);
+  const TunerConstants& d = tuner_constants(NcclVersion::v2_29_7);
   CHECK(a.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(73.4));
   CHECK(b.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(40.0));
+  // tag v2.29.3-1: {34.5, 34.6, 34.5}; v2.29.7-1: 40.0 everywhere; the NVLSTree tree correction on
+  // Blackwell x86 from 2.29 on; LL128 across mixed SMs and the 80 GB/s NVLSTree cap only in 2.30.
+  CHECK(c.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(34.5));
+  CHECK(c.per_ch_max_ring_ll128_bw[3][1] == doctest::Approx(34.6));
+  CHECK(d.per_ch_max_ring_ll128_bw[3][2] == doctest::Approx(40.0));
+  CHECK(!a.nvls_tree_correction_blackwell_x86);
+  CHECK(c.nvls_tree_correction_blackwell_x86);
+  CHECK(d.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(43.8));
+  CHECK(!d.ll128_mixed_sm90);
+  CHECK(b.ll128_mixed_sm90);
+  // Hopper and older are the same in all four.
+  for (const auto* k : {&b, &c, &d}) {
+    CHECK(k->per_ch_max_ring_ll128_bw[2][0] == a.per_ch_max_ring_ll128_bw[2][0]);
+    CHECK(k->hw_latency_us[2][5][2] == a.hw_latency_us[2][5][2]);  // NET NVLSTree Simple 20.9
+  }
   CHECK(a.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(43.8));
   CHECK(b.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(80.0));
   CHECK(default_nccl_version() == NcclVersion::v2_28_9);
-  CHECK(parse_nccl_version("v2.30.7-1", "x") != NcclVersion::v2_28_9);
+  CHECK(parse_nccl_version("v2.30.7-1", "x") == NcclVersion::v2_30_7);
+  CHECK(parse_nccl_version("2.29.2", "x") == NcclVersion::v2_29_3);  // same tuning.cc as 2.29.3
+  CHECK(parse_nccl_version("2.29", "x") == NcclVersion::v2_29_7);
+  CHECK(parse_nccl_version("head", "x") == NcclVersion::v2_30_7);
   CHECK_THROWS_AS(parse_nccl_version("2.18", "--nccl-version"), commstack::InputError);
+  CHECK_THROWS_AS(parse_nccl_version("2.29.5", "--nccl-version"), commstack::InputError);
+  CHECK_THROWS_AS(parse_nccl_version("2.29.3.1", "--nccl-version"), commstack::InputError);
   // Single-node B200 Ring LL128 bus bw is capped by nCh x per-channel cap.
   CommShape s;
   s.n_ranks = 8;
@@ -139,6 +161,51 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9 and 2.30.7") {
   double r30 = tune_model(s, env, NcclVersion::v2_30_7).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
   CHECK(r28 == doctest::Approx(std::min(16 * 80.0 * 0.92, 16 * 73.4) * 8 / 7).epsilon(1e-5));
   CHECK(r30 == doctest::Approx(16 * 40.0 * 8 / 7).epsilon(1e-5));
+}
+
+TEST_CASE("select: the NCCL version a log printed picks the nearest modeled tuning model") {
+  auto match = [](const char* printed) {
+    const auto m = match_printed_version(printed);
+    REQUIRE(m);
+    return std::pair{m->version, m->exact};
+  };
+  CHECK(match("2.28.9") == std::pair{NcclVersion::v2_28_9, true});
+  CHECK(match("2.29.3+cuda12.8") == std::pair{NcclVersion::v2_29_3, true});
+  CHECK(match("2.29.2") == std::pair{NcclVersion::v2_29_3, true});
+  CHECK(match("v2.29.7-1") == std::pair{NcclVersion::v2_29_7, true});
+  CHECK(match("2.30.7") == std::pair{NcclVersion::v2_30_7, true});
+  CHECK(match("2.29.5") ==
+        std::pair{NcclVersion::v2_29_3, false});  // same line, nearest patch (older on a tie)
+  CHECK(match("2.29.6") == std::pair{NcclVersion::v2_29_7, false});
+  CHECK(match("2.30.3") == std::pair{NcclVersion::v2_30_7, false});  // same line, although newer
+  CHECK(match("2.28.3") == std::pair{NcclVersion::v2_28_9, false});
+  CHECK(match("2.26.2") == std::pair{NcclVersion::v2_28_9, false});  // older than every table: the oldest
+  CHECK(match("2.31.1") == std::pair{NcclVersion::v2_30_7, false});  // newer: the newest older one
+  CHECK_FALSE(match_printed_version("not"));
+  CHECK_FALSE(match_printed_version("2.29"));
+  CHECK_FALSE(match_printed_version(""));
+}
+
+TEST_CASE("select: NCCL 2.29.3 moves a 64 MiB all-gather on one B200 node from LL128 to Simple") {
+  // 2.29.3 cut Blackwell's Ring LL128 per-channel cap from 73.4 to 34.5 GB/s, so 32 channels give
+  // 1104 GB/s bus bandwidth where NCCL's model gives Simple more; 2.29.7 raised it to 40.0 (1280).
+  CommShape s;
+  s.n_ranks = 8;
+  s.n_nodes = 1;
+  s.min_sm = s.max_sm = 100;
+  s.ring = {32, 40.0, 40.0, PathType::nvl, PathType::loc, 0, true, 4};
+  s.tree = s.ring;
+  const NcclEnv env;
+  auto pick = [&](NcclVersion v, std::uint64_t bytes) {
+    const Selection sel = select_algorithm(tune_model(s, env, v), s, Func::all_gather, bytes);
+    return std::pair{sel.algo, sel.proto};
+  };
+  const std::uint64_t mib64 = 64ull << 20;
+  CHECK(pick(NcclVersion::v2_28_9, mib64) == std::pair{Algo::ring, Proto::ll128});
+  CHECK(pick(NcclVersion::v2_29_3, mib64) == std::pair{Algo::ring, Proto::simple});
+  CHECK(pick(NcclVersion::v2_29_7, mib64) == std::pair{Algo::ring, Proto::ll128});
+  // Where LL128's cap does not bind, the versions agree.
+  CHECK(pick(NcclVersion::v2_28_9, 8ull << 20) == pick(NcclVersion::v2_29_3, 8ull << 20));
 }
 
 TEST_CASE("select: bad communicator shapes are InputErrors") {

@@ -201,8 +201,9 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
                              std::string("dgx-h100"));
   CHECK(run.knobs.env.algo.value_or("") == "Ring");
   CHECK(run.knobs.env.max_ctas == 8);
-  REQUIRE(run.notes.size() == 2);
+  REQUIRE(run.notes.size() == 3);  // the two settings, then the NCCL version the log printed (2.26.2)
   CHECK(run.notes[0].find("NCCL_ALGO=Ring (line 1 of the log)") != std::string::npos);
+  CHECK(run.notes[2].find("NCCL 2.26.2") != std::string::npos);
   const auto v = fit::validate_run(run, sim::stack::default_profile(90));
   for (const auto& row : v.rows) {
     CHECK(row.prediction.algorithm == "Ring");
@@ -224,6 +225,36 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
                              std::string("dgx-h100")),
       doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
   std::remove(path.c_str());
+}
+
+TEST_CASE("stack: the NCCL version the log printed picks the tuning model, a key overrides it") {
+  using select::NcclVersion;
+  // Modal A100 sweep: "nccl-tests version 2.17.9 nccl-headers=22903 nccl-library=22903" = NCCL 2.29.3,
+  // a release with its own table: used, nothing to note.
+  const auto modal = fit::load_measured_run(
+      fit::parse_run_spec(
+          data("nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt") + "@nodes=1,gpus_per_node=8",
+          "--input"),
+      std::string("dgx-a100"));
+  CHECK(modal.knobs.nccl_version == NcclVersion::v2_29_3);
+  CHECK(modal.notes.empty());
+  // qoofyk's H100 sweep quotes "NCCL version 2.26.2+cuda12.8": no table, 2.28.9's is used and noted.
+  const std::string qoofyk = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
+  const auto old = fit::load_measured_run(fit::parse_run_spec(qoofyk + "@nodes=2,gpus_per_node=8", "--input"),
+                                          std::string("dgx-h100"));
+  CHECK(old.knobs.nccl_version == NcclVersion::v2_28_9);
+  REQUIRE(old.notes.size() == 1);
+  CHECK(old.notes[0].find("produced by NCCL 2.26.2") != std::string::npos);
+  CHECK(old.notes[0].find("NCCL 2.28.9's tuning model") != std::string::npos);
+  // nccl_version= wins, silently.
+  const auto keyed = fit::load_measured_run(
+      fit::parse_run_spec(qoofyk + "@nodes=2,gpus_per_node=8,nccl_version=2.30.7", "--input"),
+      std::string("dgx-h100"));
+  CHECK(keyed.knobs.nccl_version == NcclVersion::v2_30_7);
+  CHECK(keyed.notes.empty());
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@nccl_version=2.18.5", "--input"),
+                       doctest::Contains("nccl_version: NCCL version '2.18.5' has no tuning table"),
+                       InputError);
 }
 
 TEST_CASE("stack: cluster auto takes the preset of the GPU the rank lines name, and says so") {
