@@ -110,6 +110,23 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   select::validate(e);
 }
 
+// The two halves of the "where the error is" line (fit::ErrorSplit).
+std::string latency_side(const fit::ErrorSplit& sp) {
+  if (sp.n_latency == 0) return "no latency-bound size";
+  return fmt::format(
+      "latency-bound sizes ({}, up to {}): measured - predicted {:+.2f} us (median; launch and "
+      "latency layers {:.2f} us)",
+      sp.n_latency, format_bytes(sp.latency_max_bytes), sp.latency_excess_us, sp.latency_layers_us);
+}
+
+std::string bandwidth_side(const fit::ErrorSplit& sp) {
+  if (sp.n_bandwidth == 0) return "no bandwidth-bound size";
+  return fmt::format(
+      "bandwidth-bound sizes ({}, from {}): the run reaches {:.3f}x the modeled rate (fabric "
+      "bandwidth, transport and protocol layers)",
+      sp.n_bandwidth, format_bytes(sp.bandwidth_min_bytes), sp.bandwidth_rate_ratio);
+}
+
 void run_validate(const ValidateOptions& o) {
   if (o.format != "text" && o.format != "csv" && o.format != "json")
     throw InputError(fmt::format("--format {}: expected text, csv or json", o.format));
@@ -181,6 +198,14 @@ void run_validate(const ValidateOptions& o) {
                        {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
                        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
                        {"below_hardware", v.below_hardware},
+                       {"error_split",
+                        {{"latency_bound_sizes", v.split.n_latency},
+                         {"latency_bound_max_bytes", v.split.latency_max_bytes},
+                         {"latency_excess_us", v.split.latency_excess_us},
+                         {"latency_layers_us", v.split.latency_layers_us},
+                         {"bandwidth_bound_sizes", v.split.n_bandwidth},
+                         {"bandwidth_bound_min_bytes", v.split.bandwidth_min_bytes},
+                         {"bandwidth_rate_ratio", v.split.bandwidth_rate_ratio}}},
                        {"notes", run.notes}};
     fmt::print("{}\n", doc.dump(2));
     return;
@@ -224,6 +249,7 @@ void run_validate(const ValidateOptions& o) {
                  o.breakdown ? "  [" + breakdown_text(b) + "]" : "");
     }
   }
+  fmt::print("# where the error is: {}; {}\n", latency_side(v.split), bandwidth_side(v.split));
   if (v.below_hardware)
     fmt::print("{}WARNING: at {} the run reaches {:.1f} GB/s bus bandwidth, {:.0f}% of the {:.1f} GB/s this cluster "
                "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",

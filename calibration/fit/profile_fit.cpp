@@ -49,6 +49,14 @@ double mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
+// Median (mean of the two middle values for an even count); 0 for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
 }  // namespace
 
 RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
@@ -379,6 +387,29 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   const bool bandwidth_bound = lb.fabric_bandwidth_s + lb.transport_s + lb.protocol_s > 0.5 * last.prediction.time_s;
   out.below_hardware =
       bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
+  // The error split by regime: a latency-bound size's error is the fixed-cost layers', a
+  // bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
+  // Medians, so that one disturbed size does not speak for the regime.
+  ErrorSplit& sp = out.split;
+  std::vector<double> excess, layers, ratio;
+  for (const auto& row : out.rows) {
+    const auto& b = row.prediction.breakdown;
+    const double fixed_us = (b.launch_s + b.algorithm_latency_s + b.fabric_latency_s) * 1e6;
+    const double moving_us = row.predicted_us - fixed_us;
+    if (moving_us < kRegimeShare * row.predicted_us) {
+      sp.latency_max_bytes = std::max(sp.latency_max_bytes, row.bytes);
+      excess.push_back(row.measured_us - row.predicted_us);
+      layers.push_back(fixed_us);
+    } else if (fixed_us < kRegimeShare * row.predicted_us && row.measured_us > fixed_us) {
+      sp.bandwidth_min_bytes = ratio.empty() ? row.bytes : std::min(sp.bandwidth_min_bytes, row.bytes);
+      ratio.push_back(moving_us / (row.measured_us - fixed_us));
+    }
+  }
+  sp.n_latency = static_cast<int>(excess.size());
+  sp.n_bandwidth = static_cast<int>(ratio.size());
+  sp.latency_excess_us = median(excess);
+  sp.latency_layers_us = median(layers);
+  sp.bandwidth_rate_ratio = median(ratio);
   return out;
 }
 

@@ -78,8 +78,27 @@ struct ValidationRow {
   double next_measured_us = 0;
 };
 
+// Which side of the model a run's error sits on: the sizes whose prediction is nearly all fixed
+// cost (launch, algorithm and fabric latency) against the sizes whose prediction is nearly all
+// moving bytes (fabric bandwidth, transport, protocol). "Nearly all": the other side is below
+// kRegimeShare of the prediction. docs/calibration.md "Where the error is".
+struct ErrorSplit {
+  int n_latency = 0;                      // latency-bound sizes
+  std::uint64_t latency_max_bytes = 0;    // the largest of them
+  double latency_excess_us = 0;           // median of measured - predicted over them
+  double latency_layers_us = 0;           // median predicted launch + latency layers over them
+  int n_bandwidth = 0;                    // bandwidth-bound sizes
+  std::uint64_t bandwidth_min_bytes = 0;  // the smallest of them
+  // Median over them of predicted byte-moving layers / (measured - predicted fixed layers): the rate
+  // the run reached as a fraction of the modeled one (1 = as modeled, 0.8 = 20% slower).
+  double bandwidth_rate_ratio = 0;
+};
+
+inline constexpr double kRegimeShare = 0.1;
+
 struct ValidationResult {
   std::vector<ValidationRow> rows;
+  ErrorSplit split;
   double mape_percent = 0;
   double mape_large_percent = 0;  // sizes >= 1 MiB
   double mape_small_percent = 0;  // sizes < 1 MiB

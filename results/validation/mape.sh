@@ -3,3 +3,15 @@
 mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\1 \2 \3 \4 \5 \6/'; }
 # fmt_mape MAPE N -> "MAPE (N)", or "-" when no size was in the range.
 fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
+# split_of CSV -> "LAT<tab>BW": validate's "# where the error is" line as two table cells, the median
+# measured - predicted of the latency-bound sizes and the rate ratio of the bandwidth-bound ones,
+# each with its count ("-" when none; both "-" when the CSV has no such line, e.g. a size split).
+split_of() {
+  local line lat="-" bw="-"
+  line=$(grep '^# where the error is' "$1" || true)
+  [[ $line =~ latency-bound\ sizes\ \(([0-9]+),[^:]*:\ measured\ -\ predicted\ ([-+0-9.]+)\ us ]] &&
+    lat="${BASH_REMATCH[2]} (${BASH_REMATCH[1]})"
+  [[ $line =~ bandwidth-bound\ sizes\ \(([0-9]+),[^:]*:\ the\ run\ reaches\ ([0-9.]+)x ]] &&
+    bw="${BASH_REMATCH[2]} (${BASH_REMATCH[1]})"
+  printf '%s\t%s\n' "$lat" "$bw"
+}

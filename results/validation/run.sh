@@ -55,8 +55,8 @@ for gen in $gens; do
 done
 
 {
-  echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | note |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
 } >"$tmp/summary"
 grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   measured=$data/$spec
@@ -101,7 +101,8 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   [[ $dropped -gt 0 ]] && note="${note:+$note; }$dropped sizes dropped: printed value uncertain by > 1%"
   read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
   read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
-  echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $note |" >>"$tmp/summary"
+  IFS=$'\t' read -r lat bw < <(split_of "$out/$id.csv")
+  echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $lat | $bw | $note |" >>"$tmp/summary"
   # plot: measured and predicted bus bandwidth over size
   grep -v '^#' "$out/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
   gnuplot <<GP
@@ -139,6 +140,11 @@ point kept (spikes included) except, in published tables, sizes whose printed bu
 too coarse to give the time within 1% (listed as `# note:` lines in `<id>.csv`; so are sizes whose
 time is above 1.25x the next size's, a disturbed measurement, which stay in the MAPE). Per run: `<id>.csv` (size, measured, predicted, error, NCCL
 algorithm/protocol/channels, bus bandwidths) and `<id>.png` (measured vs predicted bus bandwidth).
+The two columns before the note split the out-of-sample error by regime (validate's `# where the
+error is` line, docs/calibration.md "Where the error is"): over the latency-bound sizes, the median
+of measured - predicted in us (the launch and latency layers' error); over the bandwidth-bound
+sizes, the median rate the run reached as a fraction of the modeled one (the fabric, transport and
+protocol layers' error; 1 = as modeled).
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; docs/stack-model.md
 "What the data says about the model" says run by run which layer is still off.

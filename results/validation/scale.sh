@@ -40,8 +40,8 @@ loo_of() {  # the leave-one-out MAPE columns of run.sh's summary, for comparison
 }
 
 {
-  echo "| run | GPUs | fitted on | MAPE >=1MiB (n) | MAPE <1MiB (n) | leave-one-out (run.sh) >=1MiB / <1MiB |"
-  echo "|---|---|---|---|---|---|"
+  echo "| run | GPUs | fitted on | MAPE >=1MiB (n) | MAPE <1MiB (n) | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | leave-one-out (run.sh) >=1MiB / <1MiB |"
+  echo "|---|---|---|---|---|---|---|---|"
 } >"$tmp/summary"
 : >"$tmp/fitted"
 while read -r gen; do
@@ -59,7 +59,8 @@ while read -r gen; do
     if [[ $g != "$gen" ]] || is_small "$gen" "$ranks" "$nodes"; then continue; fi
     "$exe" validate --cluster "$cl" --measured "$data/$spec" --profile "$tmp/$gen.json" --format csv >"$out/$id.csv"
     read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
-    echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(loo_of "$id") |" >>"$tmp/summary"
+    IFS=$'\t' read -r lat bw < <(split_of "$out/$id.csv")
+    echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $lat | $bw | $(loo_of "$id") |" >>"$tmp/summary"
   done <"$tmp/runs"
   echo "* $gen small: ${small_ids[*]}" >>"$tmp/fitted"
 done < <(cut -f2 "$tmp/runs" | awk '!seen[$0]++')

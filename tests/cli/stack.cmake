@@ -97,3 +97,7 @@ commstack_cli_error_test(NAME stack_validate_nccl_version_unknown
 commstack_cli_test(NAME stack_collective_nccl_version
   ARGS collective --cluster hgx-b200 --nodes 1 --op allgather --profile auto --nccl-version 2.29.3 -b 64M -e 64M --breakdown
   MATCH "67108864 Ring/Simple/32")
+commstack_cli_test(NAME stack_validate_error_split
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue290-default.txt
+       --nodes 2 --gpus-per-node 8
+  MATCH "# where the error is: no latency-bound size; bandwidth-bound sizes \\(7, from 128M\\): the run reaches 0\\.3[0-9]+x the modeled rate")

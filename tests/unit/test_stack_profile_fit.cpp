@@ -156,6 +156,49 @@ TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below th
   CHECK(vg.n_small == 17);
 }
 
+TEST_CASE("stack: validate splits the error into the latency-bound and the bandwidth-bound sizes") {
+  // A synthetic 2 x 8 H100 sweep built from the model's own breakdown: latency-bound sizes measured
+  // 3 us slower than predicted, bandwidth-bound ones at 0.8 of the modeled rate (their byte-moving
+  // layers 1.25x as long); sizes in between as predicted.
+  const Profile h100 = sim::stack::prior_profile(90);
+  fit::MeasuredRun run;
+  run.file = "synthetic-2n8g";
+  run.cluster_name = "dgx-h100";
+  run.cluster = topologies::load_cluster("dgx-h100");
+  run.nodes = 2;
+  run.gpus_per_node = 8;
+  sim::stack::Predictor pr(run.cluster, 2, 8);
+  int n_lat = 0, n_bw = 0;
+  for (std::uint64_t b = 8; b <= (8ull << 30); b *= 2) {
+    const auto p = pr.predict(sim::CollectiveOp::allreduce, b, h100);
+    const auto& k = p.breakdown;
+    const double total = p.time_s * 1e6;
+    const double fixed = (k.launch_s + k.algorithm_latency_s + k.fabric_latency_s) * 1e6;
+    double measured = total;
+    if (total - fixed < fit::kRegimeShare * total) {
+      measured = total + 3.0;
+      ++n_lat;
+    } else if (fixed < fit::kRegimeShare * total) {
+      measured = fixed + (total - fixed) * 1.25;
+      ++n_bw;
+    }
+    run.bytes.push_back(b);
+    run.measured_us.push_back(measured);
+  }
+  REQUIRE(n_lat >= 3);
+  REQUIRE(n_bw >= 3);
+  const auto v = fit::validate_run(run, h100);
+  CHECK(v.split.n_latency == n_lat);
+  CHECK(v.split.n_bandwidth == n_bw);
+  CHECK(v.split.latency_excess_us == doctest::Approx(3.0).epsilon(1e-9));
+  CHECK(v.split.bandwidth_rate_ratio == doctest::Approx(0.8).epsilon(1e-9));
+  CHECK(v.split.latency_max_bytes < v.split.bandwidth_min_bytes);
+  CHECK(v.split.latency_layers_us > 0);
+  // One wild latency-bound size does not move the median.
+  run.measured_us.front() += 500;
+  CHECK(fit::validate_run(run, h100).split.latency_excess_us == doctest::Approx(3.0).epsilon(1e-9));
+}
+
 TEST_CASE("stack: validate marks a size slower than the next, larger one as disturbed") {
   const Profile h100 = sim::stack::prior_profile(90);
   auto disturbed = [&](const std::string& file, int nodes) {
