@@ -39,9 +39,11 @@ struct CollectiveOptions {
   std::string format = "nccl-tests";
   std::string trace;
   std::string otf2;
-  // Stack model (docs/stack-model.md): with --profile the sweep is predicted by the calibrated
-  // layered model (NCCL's algorithm/protocol choice) instead of the uncalibrated ring simulation.
-  std::string profile;
+  // Which model predicts the sweep (docs/stack-model.md): "auto" (default) the calibrated stack
+  // model with the shipped profile of the cluster's GPU generation (NCCL's algorithm/protocol
+  // choice, per-layer costs); a profile file or name; "none" the uncalibrated SimGrid fabric
+  // simulation of ring-family flows (the only mode with --trace, --otf2, --channels, ...).
+  std::string profile = "auto";
   std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph,
       nccl_version;
   bool breakdown = false;
@@ -119,10 +121,39 @@ void run(const CollectiveOptions& o) {
   info.max_bytes = max_bytes;
   info.step_factor = factor;
 
-  // Stack-model mode (--profile): knobs like NCCL's environment variables.
+  // The model. The stack model needs a GPU generation it knows; with --profile auto a cluster whose
+  // GPU it does not know is simulated on the fabric alone, and the header says so.
+  const bool fabric_flags = o.channels != "auto" || o.chunk_bytes != "auto" || o.step_overhead != "0" ||
+                            o.alltoall_peers != "0" || o.fidelity != "auto" || !o.trace.empty() ||
+                            !o.otf2.empty();
+  const bool stack_flags = o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() ||
+                           !o.max_channels.empty() || !o.nvls.empty() || !o.collnet.empty() ||
+                           !o.buffsize.empty() || !o.gpus_per_thread.empty() || !o.cuda_graph.empty() ||
+                           !o.nccl_version.empty();
+  bool use_stack = o.profile != "none";
+  if (use_stack && o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
+    if (stack_flags)
+      throw InputError(
+          fmt::format("--breakdown/--algo/--proto/...: the stack model has no calibration for cluster {}'s "
+                      "GPU '{}' (it knows "
+                      "A100, H100/H200/GH200, B200/GB200); pass --profile FILE for a profile of this GPU",
+                      o.cluster, spec.node.gpu_model));
+    use_stack = false;
+    info.model = fmt::format(
+        "uncalibrated SimGrid fabric simulation, {} channel(s) (no calibration profile for GPU '{}')",
+        channels, spec.node.gpu_model);
+  } else if (!use_stack) {
+    info.model =
+        fmt::format("uncalibrated SimGrid fabric simulation, {} channel(s) (--profile none)", channels);
+  }
+  if (use_stack && fabric_flags)
+    throw InputError(
+        "--channels/--chunk-bytes/--step-overhead/--alltoall-peers/--fidelity/--trace/--otf2 shape or record "
+        "the "
+        "SimGrid fabric simulation: add --profile none (the default is the calibrated stack model)");
   std::optional<sim::stack::Predictor> predictor;
   sim::stack::Profile profile;
-  if (!o.profile.empty()) {
+  if (use_stack) {
     sim::stack::Knobs knobs;
     if (!o.algo.empty()) knobs.env.algo = o.algo;
     if (!o.proto.empty()) knobs.env.proto = o.proto;
@@ -145,13 +176,14 @@ void run(const CollectiveOptions& o) {
     if (profile.sm != sm)
       throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
                                    profile.sm, o.cluster, sm));
-  } else if (o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() ||
-             !o.max_channels.empty() || !o.nvls.empty() || !o.collnet.empty() || !o.buffsize.empty() ||
-             !o.gpus_per_thread.empty() || !o.cuda_graph.empty() || !o.nccl_version.empty()) {
+    info.model = fmt::format("calibrated stack model, profile {} ({}), NCCL {} selection", profile.name,
+                             profile.origin, select::to_string(knobs.nccl_version));
+    info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
+  } else if (stack_flags) {
     throw InputError(
         "--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
         "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "add --profile auto (or a profile file)");
+        "drop --profile none (or pass a profile file)");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -169,6 +201,9 @@ void run(const CollectiveOptions& o) {
     if (predictor && p.size.bytes > 0) {
       const auto pr = predictor->predict(op, p.size.bytes, profile);
       p.time_s = pr.time_s;
+      p.algorithm = pr.algorithm;
+      p.protocol = select::to_string(pr.proto);
+      p.nccl_channels = pr.channels;
       sim::set_bandwidths(p, op, n);
       points.push_back(p);
       const auto& b = pr.breakdown;
@@ -224,7 +259,9 @@ void run(const CollectiveOptions& o) {
 void register_collective(CLI::App& app) {
   auto o = std::make_shared<CollectiveOptions>();
   CLI::App* sub = app.add_subcommand(
-      "collective", "Predict an nccl-tests sweep of one collective over all GPUs of a cluster (SimGrid simulation)");
+      "collective",
+      "Predict an nccl-tests sweep of one collective over all GPUs of a cluster (calibrated stack model; "
+      "--profile none: SimGrid fabric simulation)");
   sub->add_option("--cluster", o->cluster, "Cluster preset name or cluster JSON file")->required();
   sub->add_option("--nodes", o->nodes, "Number of nodes (default: the cluster's)");
   sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: the cluster's)");
@@ -248,8 +285,13 @@ void register_collective(CLI::App& app) {
   sub->add_option("--format", o->format, "nccl-tests | csv | json")->capture_default_str();
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size's flows to this file");
   sub->add_option("--otf2", o->otf2, "Write the sweep (and the largest size's flows) as an OTF2 archive into this directory");
-  sub->add_option("--profile", o->profile,
-                  "Predict with the calibrated stack model: a profile file, a shipped name (h100...), or auto");
+  sub->add_option(
+         "--profile", o->profile,
+         "auto: the calibrated stack model with the shipped profile of the cluster's GPU generation; a "
+         "profile file or shipped name (h100...); none: the uncalibrated SimGrid fabric simulation "
+         "(needed by --trace, --otf2, --channels, --chunk-bytes, --step-overhead, --alltoall-peers, "
+         "--fidelity)")
+      ->capture_default_str();
   sub->add_option("--algo", o->algo, "Stack model: force algorithms like NCCL_ALGO");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");

@@ -24,6 +24,6 @@ run() {  # name, args...
   rss=$(grep 'Maximum resident set size' "$out/$name.time" | awk '{print $NF}')
   echo "$name: wall $wall, peak RSS $((rss / 1024)) MB"
 }
-run sweep-2nodes collective --cluster dgx-h100 --nodes 2 --op allreduce --min-bytes 8 --max-bytes 16G --format csv
-run allreduce-1g-4096gpus collective --cluster dgx-h100 --nodes 512 --op allreduce --min-bytes 1G --max-bytes 1G --format csv
-run allreduce-1g-16384gpus collective --cluster dgx-h100 --nodes 2048 --op allreduce --min-bytes 1G --max-bytes 1G --format csv
+run sweep-2nodes collective --profile none --cluster dgx-h100 --nodes 2 --op allreduce --min-bytes 8 --max-bytes 16G --format csv
+run allreduce-1g-4096gpus collective --profile none --cluster dgx-h100 --nodes 512 --op allreduce --min-bytes 1G --max-bytes 1G --format csv
+run allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 2048 --op allreduce --min-bytes 1G --max-bytes 1G --format csv

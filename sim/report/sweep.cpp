@@ -76,8 +76,14 @@ void set_bandwidths(SweepPoint& p, CollectiveOp op, int nranks) {
 
 std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoint>& points) {
   std::string out;
-  out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}, {} channel(s)\n",
-                     to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster, info.channels);
+  if (info.model.empty())
+    out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}, {} channel(s)\n",
+                       to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster,
+                       info.channels);
+  else
+    out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}; {}\n",
+                       to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster,
+                       info.model);
   out += fmt::format(
       "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
       "validation: 0 graph: 0\n",
@@ -102,11 +108,19 @@ std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoin
 }
 
 std::string format_csv(const SweepInfo& info, const std::vector<SweepPoint>& points) {
-  std::string out = "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks\n";
+  // A stack-model point has no flows: its fidelity is "-", and its NCCL algorithm, protocol and
+  // channels fill the last three columns ("-", "-", 0 for a SimGrid point).
+  std::string out =
+      "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks,"
+      "algorithm,"
+      "protocol,nccl_channels\n";
   for (const auto& p : points) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(info.op), info.nranks, p.size.bytes,
-                       p.size.count, info.type, redop(info.op), root_column(info), p.time_s * 1e6, p.algbw_GBps,
-                       p.busbw_GBps, to_string(p.fidelity), p.flows, p.chunks);
+    const bool stack = !p.algorithm.empty();
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(info.op), info.nranks,
+                       p.size.bytes, p.size.count, info.type, redop(info.op), root_column(info),
+                       p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps, stack ? "-" : to_string(p.fidelity),
+                       p.flows, stack ? 0 : p.chunks, stack ? p.algorithm : "-", stack ? p.protocol : "-",
+                       p.nccl_channels);
   }
   return out;
 }
@@ -119,20 +133,28 @@ std::string format_json(const SweepInfo& info, const std::vector<SweepPoint>& po
   doc["nranks"] = info.nranks;
   doc["nodes"] = info.nodes;
   doc["gpus_per_node"] = info.gpus_per_node;
-  doc["channels"] = info.channels;
+  doc["model"] = info.model;
+  if (info.channels > 0) doc["channels"] = info.channels;  // the SimGrid simulation's rings
   doc["type"] = info.type;
   doc["redop"] = redop(info.op);
   doc["root"] = root_column(info);
   auto& rows = doc["results"] = nlohmann::ordered_json::array();
   for (const auto& p : points) {
-    rows.push_back({{"size_bytes", p.size.bytes},
-                    {"count", p.size.count},
-                    {"time_us", p.time_s * 1e6},
-                    {"algbw_GBps", p.algbw_GBps},
-                    {"busbw_GBps", p.busbw_GBps},
-                    {"fidelity", to_string(p.fidelity)},
-                    {"flows", p.flows},
-                    {"chunks", p.chunks}});
+    nlohmann::ordered_json row{{"size_bytes", p.size.bytes},
+                               {"count", p.size.count},
+                               {"time_us", p.time_s * 1e6},
+                               {"algbw_GBps", p.algbw_GBps},
+                               {"busbw_GBps", p.busbw_GBps}};
+    if (p.algorithm.empty()) {
+      row["fidelity"] = to_string(p.fidelity);
+      row["flows"] = p.flows;
+      row["chunks"] = p.chunks;
+    } else {
+      row["algorithm"] = p.algorithm;
+      row["protocol"] = p.protocol;
+      row["nccl_channels"] = p.nccl_channels;
+    }
+    rows.push_back(row);
   }
   return doc.dump(2) + "\n";
 }

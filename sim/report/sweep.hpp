@@ -29,6 +29,11 @@ struct SweepPoint {
   Fidelity fidelity = Fidelity::chunk;
   long long flows = 0;
   int chunks = 1;
+  // Stack-model points: NCCL's algorithm, protocol and channels for the call (empty / 0 for a
+  // SimGrid fabric simulation, whose fidelity, flows and chunks are the ones above).
+  std::string algorithm;
+  std::string protocol;
+  int nccl_channels = 0;
 };
 
 struct SweepInfo {
@@ -44,6 +49,7 @@ struct SweepInfo {
   std::string type = "float";
   int type_size = 4;
   int root = 0;
+  std::string model;  // what predicted the sweep, for the header ("calibrated stack model, profile ...")
 };
 
 // Fills algbw/busbw from time (0 when time is 0).

@@ -1,32 +1,32 @@
 # End-to-end tests of `commstack collective` (cli/verb_collective.cpp).
 
 
-# The README's main job (shortened sweep): nccl-tests header and a row per size.
+# The README's collective example (shortened sweep): nccl-tests header and a row per size.
 commstack_cli_test(NAME collective.readme_job
   ARGS collective --cluster dgx-h100 --nodes 2 --op allreduce --max-bytes 64K
   MATCH "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n#        \\(B\\)    \\(elements\\)[^\n]*\n +8 +2 +float +sum +-1 ")
 # Pinned value (regression and determinism): 1 GiB ring all-reduce on 2 DGX H100, 8 rings over the
 # 8 NICs of 50 GB/s: busbw tends to 400 GB/s.
 commstack_cli_test(NAME collective.allreduce_1g_pinned
-  ARGS collective --cluster dgx-h100 --nodes 2 --min-bytes 1G --max-bytes 1G
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --min-bytes 1G --max-bytes 1G
   MATCH "  1073741824     268435456     float     sum      -1   5036.0  213.21  399.78    N/A   5036.0  213.21  399.78    N/A")
 commstack_cli_test(NAME collective.allgather_csv
-  ARGS collective --cluster dgx-h100 --nodes 2 --op allgather --min-bytes 1M --max-bytes 4M --format csv
-  MATCH "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks\nallgather,16,1048576,16384,float,none,-1,")
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op allgather --min-bytes 1M --max-bytes 4M --format csv
+  MATCH "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks,algorithm,protocol,nccl_channels\nallgather,16,1048576,16384,float,none,-1,[0-9.]+,[0-9.]+,[0-9.]+,chunk,[0-9]+,[0-9]+,-,-,0\n")
 commstack_cli_test(NAME collective.reducescatter_json
-  ARGS collective --cluster dgx-h100 --nodes 1 --op reducescatter --min-bytes 8 --max-bytes 1K --format json
+  ARGS collective --profile none --cluster dgx-h100 --nodes 1 --op reducescatter --min-bytes 8 --max-bytes 1K --format json
   MATCH "\"op\": \"reducescatter\"")
 commstack_cli_test(NAME collective.alltoall
-  ARGS collective --cluster dgx-h100 --nodes 2 --op alltoall --min-bytes 1M --max-bytes 16M --alltoall-peers 4
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op alltoall --min-bytes 1M --max-bytes 16M --alltoall-peers 4
   MATCH "  1048576        262144     float    none      -1 ")
 commstack_cli_test(NAME collective.broadcast_root
-  ARGS collective --cluster dgx-h100 --nodes 2 --op broadcast --min-bytes 64M --max-bytes 64M --fidelity edge
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op broadcast --min-bytes 64M --max-bytes 64M --fidelity edge
   MATCH "    67108864      16777216     float    none       0 ")
 commstack_cli_test(NAME collective.reduce
-  ARGS collective --cluster dgx-h100 --op reduce --min-bytes 1M --max-bytes 1M --fidelity chunk
+  ARGS collective --profile none --cluster dgx-h100 --op reduce --min-bytes 1M --max-bytes 1M --fidelity chunk
   MATCH "     1048576        262144     float     sum       0 ")
 commstack_cli_test(NAME collective.sendrecv_trace
-  ARGS collective --cluster dgx-h100 --nodes 2 --op sendrecv --min-bytes 1K --max-bytes 1M --step-factor 4
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op sendrecv --min-bytes 1K --max-bytes 1M --step-factor 4
        --channels 2 --step-overhead 1us --trace ${CMAKE_CURRENT_BINARY_DIR}/collective-trace.json
   MATCH "     1048576        262144     float    none      -1 ")
 
@@ -50,3 +50,7 @@ commstack_cli_error_test(NAME collective.unknown_cluster
   ARGS collective --cluster no-such-cluster MATCH "commstack: error: .*no-such-cluster")
 commstack_cli_error_test(NAME collective.bad_size_suffix
   ARGS collective --cluster dgx-h100 --max-bytes 3X MATCH "--max-bytes: unknown size suffix")
+# The stack model's CSV rows carry NCCL's algorithm, protocol and channels (no flows).
+commstack_cli_test(NAME collective.stack_csv
+  ARGS collective --cluster dgx-h100 --nodes 2 --op allgather -b 1G -e 1G --format csv
+  MATCH "allgather,16,1073741824,16777216,float,none,-1,[0-9.]+,[0-9.]+,[0-9.]+,-,0,0,Ring,Simple,16\n")

@@ -6,7 +6,7 @@ commstack_cli_test(NAME otf2.train
   MATCH "wrote OTF2 archive .*otf2-train/traces.otf2 \\([0-9]+ locations, [0-9]+ events\\)")
 set_tests_properties(cli.otf2.train PROPERTIES FIXTURES_SETUP otf2_train_archive)
 commstack_cli_test(NAME otf2.collective
-  ARGS collective --cluster dgx-a100 --nodes 1 --op allreduce -b 1M -e 4M
+  ARGS collective --profile none --cluster dgx-a100 --nodes 1 --op allreduce -b 1M -e 4M
        --otf2 ${CMAKE_CURRENT_BINARY_DIR}/otf2-collective
   MATCH "wrote OTF2 archive .*otf2-collective/traces.otf2 \\(8 locations, [0-9]+ events\\)")
 set_tests_properties(cli.otf2.collective PROPERTIES FIXTURES_SETUP otf2_collective_archive)
@@ -16,7 +16,7 @@ commstack_cli_test(NAME otf2.replay
        --otf2 ${CMAKE_CURRENT_BINARY_DIR}/otf2-replay
   MATCH "wrote OTF2 archive .*otf2-replay/traces.otf2 \\([0-9]+ locations, [0-9]+ events\\)")
 commstack_cli_error_test(NAME otf2.unwritable_directory
-  ARGS collective --cluster dgx-a100 --nodes 1 --op allreduce -b 1M -e 1M --otf2 /proc/commstack-otf2/x
+  ARGS collective --profile none --cluster dgx-a100 --nodes 1 --op allreduce -b 1M -e 1M --otf2 /proc/commstack-otf2/x
   MATCH "--otf2 /proc/commstack-otf2/x: cannot create the directory")
 
 find_program(COMMSTACK_OTF2_PRINT otf2-print)

@@ -47,8 +47,22 @@ commstack_cli_test(NAME stack_collective_forced_ring
   ARGS collective --cluster dgx-h100 --nodes 2 --profile h100 --algo ring --proto simple -b 1G -e 1G --breakdown
   MATCH "1073741824 Ring/Simple/16")
 commstack_cli_error_test(NAME stack_collective_breakdown_needs_profile
-  ARGS collective --cluster dgx-h100 --nodes 1 --breakdown
-  MATCH "commstack: error: --breakdown/--algo.* need the stack model: add --profile auto")
+  ARGS collective --cluster dgx-h100 --nodes 1 --breakdown --profile none
+  MATCH "commstack: error: --breakdown/--algo.* need the stack model: drop --profile none")
+# The calibrated stack model is the default: the header names the profile and NCCL's selection.
+commstack_cli_test(NAME stack_collective_default_profile
+  ARGS collective --cluster dgx-h100 --nodes 2 -b 1G -e 1G --breakdown
+  MATCH "on dgx-h100; calibrated stack model, profile h100 \\([^)]*h100.json\\), NCCL 2\\.28\\.9 selection\n.*\n# +1073741824 NVLSTree/Simple/16")
+commstack_cli_error_test(NAME stack_collective_fabric_flag_needs_none
+  ARGS collective --cluster dgx-h100 --nodes 2 --fidelity edge
+  MATCH "commstack: error: --channels/--chunk-bytes/.* shape or record the SimGrid fabric simulation: add --profile none")
+# A GPU the stack model does not know: the fabric simulation, and the header says why.
+commstack_cli_test(NAME stack_collective_unknown_gpu_falls_back
+  ARGS collective --cluster angara-torus --nodes 8 -b 1M -e 1M
+  MATCH "uncalibrated SimGrid fabric simulation, [0-9]+ channel\\(s\\) \\(no calibration profile for GPU 'unknown'\\)")
+commstack_cli_error_test(NAME stack_collective_unknown_gpu_breakdown
+  ARGS collective --cluster angara-torus --nodes 8 --breakdown
+  MATCH "the stack model has no calibration for cluster angara-torus's GPU 'unknown'")
 commstack_cli_error_test(NAME stack_collective_bad_algo
   ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --algo warp
   MATCH "commstack: error: --algo: unknown algorithm .warp.")
