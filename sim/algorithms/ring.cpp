@@ -1,11 +1,54 @@
 // Ring all-reduce (reduce-scatter then all-gather: 2(n-1) steps), all-gather and reduce-scatter
 // (n-1 steps), as NCCL runs them: every channel is a ring over all ranks; at every step each rank
 // sends one block of S/(n*channels) bytes to its successor, cut into pipeline chunks.
+#include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
 
 namespace commstack::sim::detail {
+
+namespace {
+
+// The extra latency of each channel's edge-level ring flows: steps x (P - max_e T_e), with P the
+// ring's cycle time (see add_ring). Link loads count every channel's ring edges, per direction.
+std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const CollectiveSpec& spec,
+                                         double block, int K, double ovh, int steps) {
+  const int n = static_cast<int>(spec.ranks.size());
+  std::map<std::pair<int, bool>, int> load;  // (link, forward) -> ring edges of this collective on it
+  std::vector<std::vector<topologies::Path>> paths(static_cast<std::size_t>(spec.channels));
+  for (int c = 0; c < spec.channels; ++c) {
+    const std::vector<int> ring = channel_ring(topo, spec.ranks, c);
+    auto& mine = paths[static_cast<std::size_t>(c)];
+    mine.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      mine.push_back(
+          topo.route(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]));
+      for (const auto& h : mine.back()) ++load[{h.link, h.forward}];
+    }
+  }
+  std::vector<double> out;
+  out.reserve(paths.size());
+  for (const auto& channel_paths : paths) {
+    double max_t = 0, sum_ta = 0;
+    for (const auto& path : channel_paths) {
+      double t = 0;
+      for (const auto& h : path) {
+        const double bw = topo.link(h.link).bandwidth_Bps;
+        if (bw > 0) t = std::max(t, block * load[{h.link, h.forward}] / bw);
+      }
+      max_t = std::max(max_t, t);
+      sum_ta += t + K * (topo.path_latency(path) + ovh);
+    }
+    const double cycle = std::max(max_t, sum_ta / n);
+    out.push_back(static_cast<double>(steps) * (cycle - max_t));
+  }
+  return out;
+}
+
+}  // namespace
 
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks) {
@@ -18,6 +61,9 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
   const double chunk = block / K;
   const double ovh = spec.step_overhead_s;
   RouteInfo routes(topo);
+  const std::vector<double> edge_latency = level == Fidelity::edge
+                                               ? edge_cycle_latencies(topo, spec, block, K, ovh, steps)
+                                               : std::vector<double>{};
 
   for (int c = 0; c < spec.channels; ++c) {
     const std::vector<int> ring = channel_ring(topo, spec.ranks, c);
@@ -26,16 +72,23 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     const int base = graph.size();
 
     if (level == Fidelity::edge) {
-      // One flow per edge carrying every step's bytes; its latency is steps * chunks * (alpha +
-      // overhead): in a ring every step waits for the previous step's data from upstream, so the
-      // step latencies add up (lock-step ring; the slowest edge decides, as in the finer levels).
+      // One flow per edge carrying every step's bytes, plus an extra latency that makes the slowest
+      // edge end where the step level's pipeline does. There, step s of edge i starts once edge i
+      // has sent step s-1 and step s-1 of edge i-1 has arrived (its bytes and the hop's latency),
+      // so the ring advances one step per P = max(max_e T_e, mean_e(T_e + A_e)) (the cycle time of
+      // that max-plus recurrence): T_e the step's transfer time over edge e, A_e its K chunk
+      // latencies (route + overhead each). A ring of equal edges pays T + A per step; a ring whose
+      // NIC edges are the bottleneck hides its NVLink hops' latency behind them. T_e is estimated
+      // from the link loads of every channel's ring (each link's bandwidth shared by the edges that
+      // cross it in that direction); SimGrid then moves the bytes with the real sharing.
+      const double a_extra = edge_latency[static_cast<std::size_t>(c)];
       for (int i = 0; i < n; ++i) {
         Flow f;
         f.src = src(i);
         f.dst = dst(i);
         f.bytes = block * steps;
         f.add_route_latency = false;
-        f.extra_latency_s = static_cast<double>(steps) * K * (routes.latency(f.src, f.dst) + ovh);
+        f.extra_latency_s = a_extra;
         f.group = spec.group;
         graph.add_flow(f);
       }
