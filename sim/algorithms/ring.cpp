@@ -29,21 +29,62 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
       for (const auto& h : mine.back()) ++load[{h.link, h.forward}];
     }
   }
+  // One hop of a ring: its step's transfer time alone on its busiest link (t0), the flows of this
+  // collective sharing that link (share), and its K chunk latencies (a).
+  struct RingHop {
+    double t0 = 0, share = 1, a = 0;
+    bool operator==(const RingHop&) const = default;
+  };
   std::vector<double> out;
   out.reserve(paths.size());
+  std::vector<RingHop> hops;
   for (const auto& channel_paths : paths) {
-    double max_t = 0, sum_ta = 0;
+    hops.clear();
+    double max_t = 0;  // the slowest hop with every flow on its link active: the bandwidth bound
     for (const auto& path : channel_paths) {
+      RingHop hop;
       double t = 0;
       for (const auto& h : path) {
         const double bw = topo.link(h.link).bandwidth_Bps;
-        if (bw > 0) t = std::max(t, block * load[{h.link, h.forward}] / bw);
+        if (bw <= 0) continue;
+        const int flows = load[{h.link, h.forward}];
+        if (block * flows / bw > t) {
+          t = block * flows / bw;
+          hop.t0 = block / bw;
+          hop.share = flows;
+        }
       }
+      hop.a = K * (topo.path_latency(path) + ovh);
       max_t = std::max(max_t, t);
-      sum_ta += t + K * (topo.path_latency(path) + ovh);
+      hops.push_back(hop);
     }
-    const double cycle = std::max(max_t, sum_ta / n);
-    out.push_back(static_cast<double>(steps) * (cycle - max_t));
+    // The flows sharing a link are active together when every hop of the ring is the same: the
+    // channels then step in lock-step. When hops differ (NVLink and NIC), the channels cross a
+    // GPU at different positions of their rings and drift apart: another channel's flow is on the
+    // link a fraction t / P of the time, so a hop's transfer is t = t0 / (1 - (share - 1) t0 / P)
+    // (at most share x t0). P is the fixed point of P = max(max_t, mean(t + a)), iterated down from
+    // the lock-step value.
+    const bool lockstep =
+        std::all_of(hops.begin(), hops.end(), [&](const RingHop& h) { return h == hops.front(); });
+    auto mean_ta = [&](double P) {
+      double sum = 0;
+      for (const auto& h : hops) {
+        double t = h.t0 * h.share;
+        if (!lockstep && (h.share - 1) * h.t0 < P) t = std::min(t, h.t0 / (1 - (h.share - 1) * h.t0 / P));
+        sum += t + h.a;
+      }
+      return sum / n;
+    };
+    // mean_ta falls as P grows, so P - max(max_t, mean_ta(P)) rises: bisect for its root between
+    // the drifting bound (no sharing) and the lock-step value.
+    double drifting = 0;
+    for (const auto& h : hops) drifting += h.t0 + h.a;
+    double lo = std::max(max_t, drifting / n), hi = std::max(max_t, mean_ta(0));
+    for (int it = 0; it < 100 && hi - lo > 1e-15 * hi; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (mid - std::max(max_t, mean_ta(mid)) < 0 ? lo : hi) = mid;
+    }
+    out.push_back(static_cast<double>(steps) * (hi - max_t));
   }
   return out;
 }
