@@ -62,8 +62,7 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
     // channels then step in lock-step. When hops differ (NVLink and NIC), the channels cross a
     // GPU at different positions of their rings and drift apart: another channel's flow is on the
     // link a fraction t / P of the time, so a hop's transfer is t = t0 / (1 - (share - 1) t0 / P)
-    // (at most share x t0). P is the fixed point of P = max(max_t, mean(t + a)), iterated down from
-    // the lock-step value.
+    // (at most share x t0). P is the fixed point of P = max(max_t, mean(t + a)).
     const bool lockstep =
         std::all_of(hops.begin(), hops.end(), [&](const RingHop& h) { return h == hops.front(); });
     auto mean_ta = [&](double P) {
@@ -121,7 +120,9 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
       // latencies (route + overhead each). A ring of equal edges pays T + A per step; a ring whose
       // NIC edges are the bottleneck hides its NVLink hops' latency behind them. T_e is estimated
       // from the link loads of every channel's ring (each link's bandwidth shared by the edges that
-      // cross it in that direction); SimGrid then moves the bytes with the real sharing.
+      // cross it in that direction, all the time for channels in lock-step, part of the time for
+      // channels that drift; edge_cycle_latencies); SimGrid then moves the bytes with the real
+      // sharing.
       const double a_extra = edge_latency[static_cast<std::size_t>(c)];
       for (int i = 0; i < n; ++i) {
         Flow f;
