@@ -133,11 +133,11 @@ void run(const CollectiveOptions& o) {
   bool use_stack = o.profile != "none";
   if (use_stack && o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
     if (stack_flags)
-      throw InputError(
-          fmt::format("--breakdown/--algo/--proto/...: the stack model has no calibration for cluster {}'s "
-                      "GPU '{}' (it knows "
-                      "A100, H100/H200/GH200, B200/GB200); pass --profile FILE for a profile of this GPU",
-                      o.cluster, spec.node.gpu_model));
+      throw InputError(fmt::format(
+          "--breakdown/--algo/--proto/...: these need the stack model, which knows A100, H100/H200/GH200 and "
+          "B200/GB200 but not cluster {}'s GPU '{}'; drop them to run the uncalibrated SimGrid fabric "
+          "simulation",
+          o.cluster, spec.node.gpu_model));
     use_stack = false;
     info.model = fmt::format(
         "uncalibrated SimGrid fabric simulation, {} channel(s) (no calibration profile for GPU '{}')",

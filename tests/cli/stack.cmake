@@ -62,7 +62,7 @@ commstack_cli_test(NAME stack_collective_unknown_gpu_falls_back
   MATCH "uncalibrated SimGrid fabric simulation, [0-9]+ channel\\(s\\) \\(no calibration profile for GPU 'unknown'\\)")
 commstack_cli_error_test(NAME stack_collective_unknown_gpu_breakdown
   ARGS collective --cluster angara-torus --nodes 8 --breakdown
-  MATCH "the stack model has no calibration for cluster angara-torus's GPU 'unknown'")
+  MATCH "these need the stack model, which knows A100, H100/H200/GH200 and B200/GB200 but not cluster angara-torus's GPU 'unknown'; drop them")
 commstack_cli_error_test(NAME stack_collective_bad_algo
   ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --algo warp
   MATCH "commstack: error: --algo: unknown algorithm .warp.")
