@@ -27,18 +27,19 @@ namespace {
 // SimGrid 3.32 cannot start a second engine in a process, even after the first one is gone.
 std::atomic<bool> g_simulator_created{false};
 
-// SimGrid options that make its network model the exact alpha-beta model with max-min fair
-// sharing (measured in shared research notes, pinned by test_sim_closed_form.cpp):
-//  - CM02: no latency/bandwidth correction factors (LV08 inflates small messages 13x);
-//  - crosstraffic off: otherwise 5% of every flow is charged to the reverse direction;
-//  - TCP-gamma huge: otherwise each flow is capped at gamma / (2 * route latency);
-//  - log thresholds: users see only commstack's output.
+// Actor stack size (see engine_args); sanitizers' larger frames need more.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int kActorStackKiB = 64;
 #else
 constexpr int kActorStackKiB = 16;
 #endif
 
+// SimGrid options that make its network model the exact alpha-beta model with max-min fair
+// sharing (measured in shared research notes, pinned by test_sim_closed_form.cpp):
+//  - CM02: no latency/bandwidth correction factors (LV08 inflates small messages 13x);
+//  - crosstraffic off: otherwise 5% of every flow is charged to the reverse direction;
+//  - TCP-gamma huge: otherwise each flow is capped at gamma / (2 * route latency);
+//  - log thresholds: users see only commstack's output.
 std::vector<std::string> engine_args() {
   return {"commstack", "--log=root.thresh:critical", "--log=xbt_cfg.thresh:critical",
           "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:1e18",

@@ -76,14 +76,10 @@ void set_bandwidths(SweepPoint& p, CollectiveOp op, int nranks) {
 
 std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoint>& points) {
   std::string out;
-  if (info.model.empty())
-    out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}, {} channel(s)\n",
-                       to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster,
-                       info.channels);
-  else
-    out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}; {}\n",
-                       to_string(info.op), info.nranks, info.nodes, info.gpus_per_node, info.cluster,
-                       info.model);
+  const std::string model =
+      info.model.empty() ? fmt::format(", {} channel(s)", info.channels) : "; " + info.model;
+  out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}{}\n", to_string(info.op),
+                     info.nranks, info.nodes, info.gpus_per_node, info.cluster, model);
   out += fmt::format(
       "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
       "validation: 0 graph: 0\n",

@@ -30,6 +30,17 @@ CommShape h100_3node() {
   return s;
 }
 
+// One B200 node (8 GPUs on NVSwitch), Ring and Tree graphs of `channels` x `bw` GB/s.
+CommShape b200_node(int channels, double bw) {
+  CommShape s;
+  s.n_ranks = 8;
+  s.n_nodes = 1;
+  s.min_sm = s.max_sm = 100;
+  s.ring = {channels, bw, bw, PathType::nvl, PathType::loc, 0, true, 4};
+  s.tree = s.ring;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("select: 1453 model times of Tree LL / LL128 AllReduce match NCCL's printed times") {
@@ -150,12 +161,7 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
   CHECK_THROWS_AS(parse_nccl_version("2.29.5", "--nccl-version"), commstack::InputError);
   CHECK_THROWS_AS(parse_nccl_version("2.29.3.1", "--nccl-version"), commstack::InputError);
   // Single-node B200 Ring LL128 bus bw is capped by nCh x per-channel cap.
-  CommShape s;
-  s.n_ranks = 8;
-  s.n_nodes = 1;
-  s.min_sm = s.max_sm = 100;
-  s.ring = {16, 80.0, 80.0, PathType::nvl, PathType::loc, 0, true, 4};
-  s.tree = s.ring;
+  const CommShape s = b200_node(16, 80.0);
   NcclEnv env;
   double r28 = tune_model(s, env, NcclVersion::v2_28_9).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
   double r30 = tune_model(s, env, NcclVersion::v2_30_7).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
@@ -189,12 +195,7 @@ TEST_CASE("select: the NCCL version a log printed picks the nearest modeled tuni
 TEST_CASE("select: NCCL 2.29.3 moves a 64 MiB all-gather on one B200 node from LL128 to Simple") {
   // 2.29.3 cut Blackwell's Ring LL128 per-channel cap from 73.4 to 34.5 GB/s, so 32 channels give
   // 1104 GB/s bus bandwidth where NCCL's model gives Simple more; 2.29.7 raised it to 40.0 (1280).
-  CommShape s;
-  s.n_ranks = 8;
-  s.n_nodes = 1;
-  s.min_sm = s.max_sm = 100;
-  s.ring = {32, 40.0, 40.0, PathType::nvl, PathType::loc, 0, true, 4};
-  s.tree = s.ring;
+  const CommShape s = b200_node(32, 40.0);
   const NcclEnv env;
   auto pick = [&](NcclVersion v, std::uint64_t bytes) {
     const Selection sel = select_algorithm(tune_model(s, env, v), s, Func::all_gather, bytes);
