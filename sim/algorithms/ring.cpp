@@ -12,6 +12,30 @@ namespace commstack::sim::detail {
 
 namespace {
 
+// Rings up to this many (edge, step) pairs over all channels get the exact max-plus recurrence in
+// the edge level: 16x the step level's auto budget (kAutoFlowBudget flows, one per pair), a few ms.
+// Larger rings (thousands of GPUs, 2(n-1) steps) take steps x P, whose transient is below 0.1%.
+constexpr double kExactRecurrenceBudget = 4e6;
+
+// The end of the step-level pipeline of one ring: sent_i(s) = max(sent_i(s-1), sent_{i-1}(s-1) +
+// a_{i-1}) + t_i from sent_i(-1) = 0, ends at max_i sent_i(steps-1) + a_i. Hop i sends to i+1.
+template <typename Hop>
+double ring_end_time(const std::vector<double>& t, const std::vector<Hop>& hops, int steps) {
+  const std::size_t n = t.size();
+  std::vector<double> sent(n, 0.0), next(n);
+  for (int s = 0; s < steps; ++s) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t prev = (i + n - 1) % n;
+      const double arrived = s == 0 ? 0.0 : sent[prev] + hops[prev].a;
+      next[i] = std::max(sent[i], arrived) + t[i];
+    }
+    sent.swap(next);
+  }
+  double end = 0;
+  for (std::size_t i = 0; i < n; ++i) end = std::max(end, sent[i] + hops[i].a);
+  return end;
+}
+
 // The extra latency of each channel's edge-level ring flows: steps x (P - max_e T_e), with P the
 // ring's cycle time (see add_ring). Link loads count every channel's ring edges, per direction.
 std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const CollectiveSpec& spec,
@@ -83,7 +107,22 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
       const double mid = 0.5 * (lo + hi);
       (mid - std::max(max_t, mean_ta(mid)) < 0 ? lo : hi) = mid;
     }
-    out.push_back(static_cast<double>(steps) * (hi - max_t));
+    const double P = hi;
+    // Where the recurrence is small enough, run it: the step level's end, from every edge sending
+    // its first block at time 0, differs from steps x P by a transient (the bottleneck edge's last
+    // arrival latency in a bandwidth-bound ring, the ring's latency mix in a latency-bound one).
+    if (static_cast<double>(n) * steps * static_cast<double>(paths.size()) <= kExactRecurrenceBudget) {
+      std::vector<double> t(hops.size());
+      for (std::size_t i = 0; i < hops.size(); ++i) {
+        const auto& h = hops[i];
+        t[i] = h.t0 * h.share;
+        if (!lockstep && (h.share - 1) * h.t0 < P)
+          t[i] = std::min(t[i], h.t0 / (1 - (h.share - 1) * h.t0 / P));
+      }
+      out.push_back(ring_end_time(t, hops, steps) - static_cast<double>(steps) * max_t);
+    } else {
+      out.push_back(static_cast<double>(steps) * (P - max_t));
+    }
   }
   return out;
 }

@@ -60,8 +60,9 @@ TEST_CASE("sim: the edge level follows the step level on a ring of NVLink and NI
   // level's data dependencies pay the hops' latencies in turn, so a step costs the ring's mean hop
   // latency plus its transfer, and the NIC hops' latency hides behind their longer transfers when
   // the blocks are large. An edge-level flow charging every step its own hop's latency ran 3.1x
-  // the step level at 1 MiB and +6% at 1 GiB; the cycle-time latency (sim/algorithms/ring.cpp)
-  // keeps it within 4% and 1% of it.
+  // the step level at 1 MiB and +6% at 1 GiB; the cycle-time latency and the recurrence run from
+  // every edge's first send (sim/algorithms/ring.cpp) keep it within 2% and 1% of it (-1.1%, 0.0%,
+  // 0.0%: what is left is how the 8 channels share the NVLink links while their steps drift).
   const auto spec = topologies::load_cluster("dgx-h100");
   const auto topo = topologies::build_topology(spec, 2);
   sim::Simulator simulator(topo);
@@ -81,6 +82,34 @@ TEST_CASE("sim: the edge level follows the step level on a ring of NVLink and NI
       t[i++] = simulator.run(graph).duration_s;
     }
     CAPTURE(mib);
-    CHECK(t[1] == doctest::Approx(t[0]).epsilon(mib >= 1024 ? 0.01 : 0.04));
+    CHECK(t[1] == doctest::Approx(t[0]).epsilon(mib >= 1024 ? 0.01 : 0.02));
+  }
+}
+
+TEST_CASE("sim: one channel's edge level is the step level's pipeline exactly (DGX H100, 2 nodes)") {
+  // One ring of 14 NVLink hops and 2 NIC hops, no other channel on its links: the edge level's
+  // latency comes from the same max-plus recurrence the step level's dependencies run, so the two
+  // agree at every size, latency-bound (64 KiB), mixed (1, 4 MiB) and bandwidth-bound (1 GiB, where
+  // the steps x P of the cycle time alone missed the NIC hop's last arrival: -6.7% at 1 MiB).
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const auto topo = topologies::build_topology(spec, 2);
+  sim::Simulator simulator(topo);
+  for (const double mib : {1.0 / 16, 1.0, 4.0, 1024.0}) {
+    double t[2] = {0, 0};
+    int i = 0;
+    for (const auto fidelity : {sim::Fidelity::step, sim::Fidelity::edge}) {
+      sim::CollectiveSpec coll;
+      coll.op = sim::CollectiveOp::allreduce;
+      for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
+      coll.bytes = mib * 1024 * 1024;
+      coll.channels = 1;
+      coll.chunk_bytes = 2.0 * 1024 * 1024;
+      coll.fidelity = fidelity;
+      sim::FlowGraph graph;
+      sim::add_collective(graph, topo, coll);
+      t[i++] = simulator.run(graph).duration_s;
+    }
+    CAPTURE(mib);
+    CHECK(t[1] == doctest::Approx(t[0]).epsilon(0.001));
   }
 }
