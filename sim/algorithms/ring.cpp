@@ -12,32 +12,81 @@ namespace commstack::sim::detail {
 
 namespace {
 
-// Rings up to this many (edge, step) pairs over all channels get the exact max-plus recurrence in
-// the edge level: 16x the step level's auto budget (kAutoFlowBudget flows, one per pair), a few ms.
+// Rings up to this many (edge, step) pairs over all channels get the step recurrence run in the
+// edge level: 16x the step level's auto budget (kAutoFlowBudget flows, one per pair), tens of ms.
 // Larger rings (thousands of GPUs, 2(n-1) steps) take steps x P, whose transient is below 0.1%.
 constexpr double kExactRecurrenceBudget = 4e6;
 
-// The end of the step-level pipeline of one ring: sent_i(s) = max(sent_i(s-1), sent_{i-1}(s-1) +
-// a_{i-1}) + t_i from sent_i(-1) = 0, ends at max_i sent_i(steps-1) + a_i. Hop i sends to i+1.
-template <typename Hop>
-double ring_end_time(const std::vector<double>& t, const std::vector<Hop>& hops, int steps) {
-  const std::size_t n = t.size();
-  std::vector<double> sent(n, 0.0), next(n);
+// One hop of a ring: its step's transfer time alone on its busiest link (t0), that link (per
+// direction) and the flows of this collective sharing it (share), and its K chunk latencies (a).
+struct RingHop {
+  double t0 = 0, share = 1, a = 0;
+  int link = -1;  // index into the collective's shared links; -1: no link shared with another edge
+};
+
+// A hop's transfer time when `together` flows on its link (itself included) start with it and the
+// share - together others are out of phase: those are on the link a fraction t / P of the time,
+// so t = together x t0 / (1 - others x t0 / P), at most share x t0.
+double hop_time(const RingHop& h, double together, double P) {
+  const double others = h.share - together;
+  const double all = h.t0 * h.share;
+  if (others * h.t0 >= P) return all;
+  return std::min(all, together * h.t0 / (1 - others * h.t0 / P));
+}
+
+// The step recurrence of every channel's ring at once, as the step level's dependencies run it:
+// sent_ci(s) = start_ci(s) + t_ci(s), start_ci(s) = max(sent_ci(s-1), sent_c,i-1(s-1) + a_c,i-1),
+// every edge starting its first block at 0; channel c ends at max_i sent_ci(steps-1) + a_ci. The
+// flows of one step that start at the same instant on the same link share it (channels start in
+// lock-step and peel off one per step as a NIC hop delays them); the rest of the link's flows are
+// out of phase (hop_time).
+std::vector<double> ring_end_times(const std::vector<std::vector<RingHop>>& hops,
+                                   const std::vector<double>& P, int steps) {
+  const std::size_t C = hops.size();
+  const std::size_t n = hops.front().size();
+  std::vector<std::vector<double>> sent(C, std::vector<double>(n, 0.0)),
+      start(C, std::vector<double>(n, 0.0));
+  struct Key {
+    int link;
+    double start;
+    std::size_t c, i;
+  };
+  std::vector<Key> keys;
   for (int s = 0; s < steps; ++s) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t prev = (i + n - 1) % n;
-      const double arrived = s == 0 ? 0.0 : sent[prev] + hops[prev].a;
-      next[i] = std::max(sent[i], arrived) + t[i];
+    keys.clear();
+    for (std::size_t c = 0; c < C; ++c) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t prev = (i + n - 1) % n;
+        start[c][i] = s == 0 ? 0.0 : std::max(sent[c][i], sent[c][prev] + hops[c][prev].a);
+        if (hops[c][i].link >= 0) keys.push_back({hops[c][i].link, start[c][i], c, i});
+      }
     }
-    sent.swap(next);
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t i = 0; i < n; ++i)
+        if (hops[c][i].link < 0) sent[c][i] = start[c][i] + hops[c][i].t0;
+    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+      return x.link != y.link ? x.link < y.link : x.start < y.start;
+    });
+    for (std::size_t b = 0; b < keys.size();) {
+      std::size_t e = b + 1;
+      while (e < keys.size() && keys[e].link == keys[b].link && keys[e].start - keys[b].start <= 1e-12) ++e;
+      for (std::size_t k = b; k < e; ++k) {
+        const auto& h = hops[keys[k].c][keys[k].i];
+        sent[keys[k].c][keys[k].i] = keys[k].start + hop_time(h, static_cast<double>(e - b), P[keys[k].c]);
+      }
+      b = e;
+    }
   }
-  double end = 0;
-  for (std::size_t i = 0; i < n; ++i) end = std::max(end, sent[i] + hops[i].a);
+  std::vector<double> end(C, 0.0);
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t i = 0; i < n; ++i) end[c] = std::max(end[c], sent[c][i] + hops[c][i].a);
   return end;
 }
 
-// The extra latency of each channel's edge-level ring flows: steps x (P - max_e T_e), with P the
-// ring's cycle time (see add_ring). Link loads count every channel's ring edges, per direction.
+// The extra latency of each channel's edge-level ring flows: the end of the step recurrence (or
+// steps x P, P the ring's cycle time, for rings too long to run it) minus the bytes' time with
+// every flow on the bottleneck link active (see add_ring). Link loads count every channel's ring
+// edges, per direction.
 std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const CollectiveSpec& spec,
                                          double block, int K, double ovh, int steps) {
   const int n = static_cast<int>(spec.ranks.size());
@@ -53,21 +102,15 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
       for (const auto& h : mine.back()) ++load[{h.link, h.forward}];
     }
   }
-  // One hop of a ring: its step's transfer time alone on its busiest link (t0), the flows of this
-  // collective sharing that link (share), and its K chunk latencies (a).
-  struct RingHop {
-    double t0 = 0, share = 1, a = 0;
-    bool operator==(const RingHop&) const = default;
-  };
-  std::vector<double> out;
-  out.reserve(paths.size());
-  std::vector<RingHop> hops;
-  for (const auto& channel_paths : paths) {
-    hops.clear();
-    double max_t = 0;  // the slowest hop with every flow on its link active: the bandwidth bound
-    for (const auto& path : channel_paths) {
+  std::map<std::pair<int, bool>, int> shared_index;  // busiest links shared by several edges
+  std::vector<std::vector<RingHop>> hops(paths.size());
+  std::vector<double> max_t(paths.size(), 0.0), P(paths.size(), 0.0);
+  for (std::size_t c = 0; c < paths.size(); ++c) {
+    // max_t: the slowest hop with every flow on its link active, the bandwidth bound.
+    for (const auto& path : paths[c]) {
       RingHop hop;
       double t = 0;
+      std::pair<int, bool> busiest{-1, false};
       for (const auto& h : path) {
         const double bw = topo.link(h.link).bandwidth_Bps;
         if (bw <= 0) continue;
@@ -76,53 +119,50 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
           t = block * flows / bw;
           hop.t0 = block / bw;
           hop.share = flows;
+          busiest = {h.link, h.forward};
         }
       }
+      if (hop.share > 1)
+        hop.link = shared_index.try_emplace(busiest, static_cast<int>(shared_index.size())).first->second;
       hop.a = K * (topo.path_latency(path) + ovh);
-      max_t = std::max(max_t, t);
-      hops.push_back(hop);
+      max_t[c] = std::max(max_t[c], t);
+      hops[c].push_back(hop);
     }
-    // The flows sharing a link are active together when every hop of the ring is the same: the
-    // channels then step in lock-step. When hops differ (NVLink and NIC), the channels cross a
-    // GPU at different positions of their rings and drift apart: another channel's flow is on the
-    // link a fraction t / P of the time, so a hop's transfer is t = t0 / (1 - (share - 1) t0 / P)
-    // (at most share x t0). P is the fixed point of P = max(max_t, mean(t + a)).
-    const bool lockstep =
-        std::all_of(hops.begin(), hops.end(), [&](const RingHop& h) { return h == hops.front(); });
-    auto mean_ta = [&](double P) {
+    // Steady state. The flows sharing a link are active together when every hop of the ring is the
+    // same: the channels then step in lock-step. When hops differ (NVLink and NIC), the channels
+    // cross a GPU at different positions of their rings and drift apart (hop_time with one flow
+    // together). P is the fixed point of P = max(max_t, mean(t + a)).
+    const auto& hc = hops[c];
+    const bool lockstep = std::all_of(hc.begin(), hc.end(), [&](const RingHop& h) {
+      return h.t0 == hc.front().t0 && h.share == hc.front().share && h.a == hc.front().a;
+    });
+    auto mean_ta = [&](double p) {
       double sum = 0;
-      for (const auto& h : hops) {
-        double t = h.t0 * h.share;
-        if (!lockstep && (h.share - 1) * h.t0 < P) t = std::min(t, h.t0 / (1 - (h.share - 1) * h.t0 / P));
-        sum += t + h.a;
-      }
+      for (const auto& h : hc) sum += (lockstep ? h.t0 * h.share : hop_time(h, 1, p)) + h.a;
       return sum / n;
     };
     // mean_ta falls as P grows, so P - max(max_t, mean_ta(P)) rises: bisect for its root between
     // the drifting bound (no sharing) and the lock-step value.
     double drifting = 0;
-    for (const auto& h : hops) drifting += h.t0 + h.a;
-    double lo = std::max(max_t, drifting / n), hi = std::max(max_t, mean_ta(0));
+    for (const auto& h : hc) drifting += h.t0 + h.a;
+    double lo = std::max(max_t[c], drifting / n), hi = std::max(max_t[c], mean_ta(0));
     for (int it = 0; it < 100 && hi - lo > 1e-15 * hi; ++it) {
       const double mid = 0.5 * (lo + hi);
-      (mid - std::max(max_t, mean_ta(mid)) < 0 ? lo : hi) = mid;
+      (mid - std::max(max_t[c], mean_ta(mid)) < 0 ? lo : hi) = mid;
     }
-    const double P = hi;
-    // Where the recurrence is small enough, run it: the step level's end, from every edge sending
-    // its first block at time 0, differs from steps x P by a transient (the bottleneck edge's last
-    // arrival latency in a bandwidth-bound ring, the ring's latency mix in a latency-bound one).
-    if (static_cast<double>(n) * steps * static_cast<double>(paths.size()) <= kExactRecurrenceBudget) {
-      std::vector<double> t(hops.size());
-      for (std::size_t i = 0; i < hops.size(); ++i) {
-        const auto& h = hops[i];
-        t[i] = h.t0 * h.share;
-        if (!lockstep && (h.share - 1) * h.t0 < P)
-          t[i] = std::min(t[i], h.t0 / (1 - (h.share - 1) * h.t0 / P));
-      }
-      out.push_back(ring_end_time(t, hops, steps) - static_cast<double>(steps) * max_t);
-    } else {
-      out.push_back(static_cast<double>(steps) * (P - max_t));
-    }
+    P[c] = hi;
+  }
+  std::vector<double> out(paths.size());
+  // Where the recurrence is small enough, run it: from every edge sending its first block at time
+  // 0 the pipeline has a transient that steps x P misses (the bottleneck edge's last arrival in a
+  // bandwidth-bound ring, where the critical path collects the most latency in a latency-bound
+  // one, channels sharing a link in lock-step for their first steps).
+  if (static_cast<double>(n) * steps * static_cast<double>(paths.size()) <= kExactRecurrenceBudget) {
+    const std::vector<double> end = ring_end_times(hops, P, steps);
+    for (std::size_t c = 0; c < paths.size(); ++c)
+      out[c] = std::max(0.0, end[c] - static_cast<double>(steps) * max_t[c]);
+  } else {
+    for (std::size_t c = 0; c < paths.size(); ++c) out[c] = static_cast<double>(steps) * (P[c] - max_t[c]);
   }
   return out;
 }
