@@ -1,13 +1,60 @@
 // Broadcast and reduce as NCCL runs them: a pipelined chain along each channel's ring, starting
 // at the root (broadcast) or ending at it (reduce). Each channel carries S/channels bytes, cut
 // into chunks; chunk k crosses edge i after it arrived over edge i-1 and after chunk k-1 was sent
-// over edge i (latencies of consecutive chunks overlap).
+// over edge i (latencies of consecutive chunks overlap). The step and edge levels are one flow per
+// edge, timed by the same pipeline run outside SimGrid (pipeline.hpp).
 #include <algorithm>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
+#include "sim/algorithms/pipeline.hpp"
 
 namespace commstack::sim::detail {
+
+namespace {
+
+// Step and edge levels: one flow per chain edge carrying all K chunks, starting at 0 like every
+// other edge flow, so that SimGrid moves its bytes with the link sharing of all of them (share x
+// t0 per chunk on its busiest link); a latency after the bytes makes it end where the chunk
+// level's pipeline ends that edge.
+void add_coarse_chains(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+                       const std::vector<std::vector<int>>& chains, double chunk, int K) {
+  const int edges = static_cast<int>(chains.front().size()) - 1;
+  std::vector<std::vector<topologies::Path>> paths;
+  for (const auto& chain : chains) {
+    auto& mine = paths.emplace_back();
+    for (int i = 0; i < edges; ++i)
+      mine.push_back(topo.route(chain[static_cast<std::size_t>(i)], chain[static_cast<std::size_t>(i) + 1]));
+  }
+  const PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  const bool run = static_cast<double>(edges) * K * static_cast<double>(chains.size()) <= kPipelineBudget;
+  // The chunk level's pipeline: chunk k crosses edge i once it arrived over edge i-1 and chunk k-1
+  // was sent over edge i, sharing each edge's busiest link with the chains' flows on it.
+  const auto ends = run ? pipeline_hop_ends(ph, PipeShape::chain, K) : std::vector<std::vector<double>>{};
+  for (std::size_t c = 0; c < chains.size(); ++c) {
+    // Beyond the budget, a flow shop of uncontended edges: identical chunks through edges with
+    // per-chunk times p_j and latencies a_j finish edge i at sum_{j<=i} (a_j + p_j) + (K-1)
+    // max_{j<=i} p_j.
+    double fill = 0, p_max = 0;
+    for (int i = 0; i < edges; ++i) {
+      const PipeHop& h = ph.hops[c][static_cast<std::size_t>(i)];
+      const double shared = K * h.t0 * h.share;  // the flow's bytes with every flow on its link active
+      p_max = std::max(p_max, h.t0);
+      fill += h.a + h.t0;
+      const double end = run ? ends[c][static_cast<std::size_t>(i)] : fill + (K - 1) * p_max;
+      Flow f;
+      f.src = chains[c][static_cast<std::size_t>(i)];
+      f.dst = chains[c][static_cast<std::size_t>(i) + 1];
+      f.bytes = chunk * K;
+      f.add_route_latency = false;
+      f.extra_latency_s = std::max(0.0, end - shared);
+      f.group = spec.group;
+      graph.add_flow(f);
+    }
+  }
+}
+
+}  // namespace
 
 void add_chain(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
                int chunks) {
@@ -18,8 +65,8 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
   const double chunk = spec.bytes / spec.channels / K;
   const double ovh = spec.step_overhead_s;
   const int root_gpu = spec.ranks[static_cast<std::size_t>(spec.root)];
-  RouteInfo routes(topo);
 
+  std::vector<std::vector<int>> coarse;  // the chains of the step and edge levels
   for (int c = 0; c < spec.channels; ++c) {
     std::vector<int> ring = channel_ring(topo, spec.ranks, c);
     // Rotate so the root comes first; the chain is root -> ... (broadcast) or the ranks after the
@@ -35,27 +82,7 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
     const int base = graph.size();
 
     if (level != Fidelity::chunk) {
-      // One flow per edge with all K chunks; the pipeline is accounted for analytically. Identical
-      // chunks through edges with per-chunk times p_j = chunk / B_j and latencies a_j (a flow
-      // shop) finish edge i at sum_{j<=i} (a_j + p_j) + (K-1) max_{j<=i} p_j (uncontended B_j). The
-      // flow for edge i is delayed so that, moving its K chunks at B_i, it ends exactly there.
-      double fill = 0;    // sum_{j<i} (a_j + p_j): first chunk reaches edge i
-      double p_max = 0;   // max_{j<=i} p_j
-      for (int i = 0; i < edges; ++i) {
-        Flow f;
-        f.src = chain[static_cast<std::size_t>(i)];
-        f.dst = chain[static_cast<std::size_t>(i) + 1];
-        f.bytes = chunk * K;
-        f.add_route_latency = false;
-        const double a = routes.latency(f.src, f.dst) + ovh;
-        const double p = chunk / routes.bandwidth(f.src, f.dst);
-        p_max = std::max(p_max, p);
-        f.delay_s = fill + (K - 1) * (p_max - p);
-        f.extra_latency_s = a;
-        f.group = spec.group;
-        graph.add_flow(f);
-        fill += a + p;
-      }
+      coarse.push_back(std::move(chain));
       continue;
     }
 
@@ -78,6 +105,7 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
       }
     }
   }
+  if (!coarse.empty()) add_coarse_chains(graph, topo, spec, coarse, chunk, K);
 }
 
 }  // namespace commstack::sim::detail

@@ -1,0 +1,183 @@
+#include "sim/algorithms/pipeline.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+namespace commstack::sim::detail {
+
+namespace {
+
+// Flows on one link whose finish tags differ by less than this fraction of a transfer leave
+// together: flows of channels in lock-step come in within a few ulps, and processor sharing would
+// let the first one leave first and come back earlier at every step (3x the gap per step with 4
+// flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
+constexpr double kSameFinish = 1e-9;
+
+// Equal-sized flows on a link under processor sharing leave in the order they came: a link is a
+// queue of virtual finish tags with its virtual time advancing at 1 / (flows on it).
+std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shape, int count) {
+  const auto& hops = ph.hops;
+  const std::size_t C = hops.size();
+  const std::size_t n = hops.front().size();
+  const std::size_t F = C * n;
+  auto hop_of = [&](std::size_t e) -> const PipeHop& { return hops[e / n][e % n]; };
+  std::vector<int> block(F, 0);      // the block this hop sends next (or is sending)
+  std::vector<char> busy(F, 0);      // starting or sending
+  std::vector<double> sent(F, 0.0);  // when this hop finished sending its last block
+  // Arrival times of the predecessor's blocks this hop waits for, in order, and how many it used.
+  std::vector<std::vector<double>> inbox(F);
+  std::vector<int> used(F, 0);
+  std::vector<std::vector<double>> end(C, std::vector<double>(n, 0.0));
+
+  struct Link {
+    int active = 0;
+    double vtime = 0, updated = 0;
+    std::deque<std::pair<double, std::size_t>> queue;  // (virtual finish tag, hop)
+    long version = 0;
+  };
+  std::vector<Link> L(static_cast<std::size_t>(ph.links));
+  // Events: (time, kind, id, version). kind 0: link id's head leaves (if version is current);
+  // kind 1: hop id's transfer done on an unshared link; kind 2: hop id starts its next block.
+  using Event = std::tuple<double, int, std::size_t, long>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  auto advance = [](Link& l, double now) {
+    if (l.active > 0) l.vtime += (now - l.updated) / l.active;
+    l.updated = now;
+  };
+  auto schedule_head = [&](std::size_t li, double now) {
+    Link& l = L[li];
+    ++l.version;
+    if (l.queue.empty()) return;
+    events.emplace(now + (l.queue.front().first - l.vtime) * l.active, 0, li, l.version);
+  };
+  // A ring's first step and a chain's first hop wait for no predecessor.
+  auto needs_input = [&](std::size_t e) { return shape == PipeShape::ring ? block[e] > 0 : e % n != 0; };
+  auto try_start = [&](std::size_t e) {
+    if (busy[e] || block[e] >= count) return;
+    double at = sent[e];
+    if (needs_input(e)) {
+      if (used[e] == static_cast<int>(inbox[e].size())) return;
+      at = std::max(at, inbox[e][static_cast<std::size_t>(used[e]++)]);
+    }
+    busy[e] = 1;
+    events.emplace(at, 2, e, 0);
+  };
+  auto finish = [&](std::size_t e, double now) {
+    const std::size_t c = e / n, i = e % n;
+    const PipeHop& h = hops[c][i];
+    sent[e] = now;
+    busy[e] = 0;
+    const int b = block[e]++;
+    if (b == count - 1) end[c][i] = now + h.a;
+    // The successor's next block needs this one: a ring's block s feeds step s+1 of the next hop
+    // (around the ring), a chain's block k feeds block k of the next hop (none after the last).
+    if (shape == PipeShape::ring && b < count - 1) {
+      const std::size_t next = c * n + (i + 1) % n;
+      inbox[next].push_back(now + h.a);
+      try_start(next);
+    } else if (shape == PipeShape::chain && i + 1 < n) {
+      const std::size_t next = e + 1;
+      inbox[next].push_back(now + h.a);
+      try_start(next);
+    }
+    try_start(e);
+  };
+  std::vector<std::size_t> leaving;
+  for (std::size_t e = 0; e < F; ++e) try_start(e);
+  while (!events.empty()) {
+    const auto [now, kind, id, version] = events.top();
+    events.pop();
+    if (kind == 0) {
+      Link& l = L[id];
+      if (version != l.version) continue;
+      advance(l, now);
+      const double tag = l.queue.front().first;
+      leaving.clear();
+      while (!l.queue.empty() &&
+             l.queue.front().first - tag <= kSameFinish * hop_of(l.queue.front().second).t0) {
+        leaving.push_back(l.queue.front().second);
+        l.queue.pop_front();
+        --l.active;
+      }
+      schedule_head(id, now);
+      for (const std::size_t e : leaving) finish(e, now);
+    } else if (kind == 1) {
+      finish(id, now);
+    } else {
+      const PipeHop& h = hop_of(id);
+      if (h.link < 0) {
+        events.emplace(now + h.t0, 1, id, 0);
+        continue;
+      }
+      const auto li = static_cast<std::size_t>(h.link);
+      Link& l = L[li];
+      advance(l, now);
+      l.queue.emplace_back(l.vtime + h.t0, id);
+      ++l.active;
+      schedule_head(li, now);
+    }
+  }
+  return end;
+}
+
+}  // namespace
+
+PipeHops pipeline_hops(const topologies::Topology& topo,
+                       const std::vector<std::vector<topologies::Path>>& paths, double block,
+                       double latency_scale, double overhead_s) {
+  std::map<std::pair<int, bool>, int> load;  // (link, forward) -> hops of this collective on it
+  for (const auto& channel : paths)
+    for (const auto& path : channel)
+      for (const auto& h : path) ++load[{h.link, h.forward}];
+  std::map<std::pair<int, bool>, int> shared_index;  // busiest links shared by several hops
+  PipeHops out;
+  out.hops.resize(paths.size());
+  out.max_t.assign(paths.size(), 0.0);
+  for (std::size_t c = 0; c < paths.size(); ++c) {
+    for (const auto& path : paths[c]) {
+      PipeHop hop;
+      double t = 0;
+      std::pair<int, bool> busiest{-1, false};
+      for (const auto& h : path) {
+        const double bw = topo.link(h.link).bandwidth_Bps;
+        if (bw <= 0) continue;
+        const int flows = load[{h.link, h.forward}];
+        if (block * flows / bw > t) {
+          t = block * flows / bw;
+          hop.t0 = block / bw;
+          hop.share = flows;
+          busiest = {h.link, h.forward};
+        }
+      }
+      if (hop.share > 1)
+        hop.link = shared_index.try_emplace(busiest, static_cast<int>(shared_index.size())).first->second;
+      hop.a = latency_scale * (topo.path_latency(path) + overhead_s);
+      out.max_t[c] = std::max(out.max_t[c], t);
+      out.hops[c].push_back(hop);
+    }
+  }
+  out.links = static_cast<int>(shared_index.size());
+  return out;
+}
+
+std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count) {
+  // Sibling groups (the data-parallel rings of a training job, one per tensor-parallel rank) have
+  // the same hops and link numbers, so their pipeline is run once.
+  static std::map<std::vector<double>, std::vector<std::vector<double>>> cache;
+  std::vector<double> key{static_cast<double>(shape), static_cast<double>(count),
+                          static_cast<double>(hops.links)};
+  for (const auto& channel : hops.hops) {
+    key.push_back(-1);  // channel separator
+    for (const PipeHop& h : channel) key.insert(key.end(), {h.t0, h.share, h.a, static_cast<double>(h.link)});
+  }
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the run
+  return cache.emplace(std::move(key), run_pipeline(hops, shape, count)).first->second;
+}
+
+}  // namespace commstack::sim::detail
