@@ -1,9 +1,12 @@
 #pragma once
 // Internal to sim/algorithms: the per-family flow generators behind add_collective().
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/algorithms/collective.hpp"
+#include "sim/algorithms/pipeline.hpp"
 
 namespace commstack::sim::detail {
 
@@ -31,6 +34,20 @@ struct LevelCounts {
   int chunks = 1;
 };
 LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec& spec);
+
+// Each channel's end of a ring collective's steps' pipeline (every edge sending block s once it
+// has sent block s-1 and block s-1 of its predecessor has arrived), as the edge level times it,
+// and each channel's bandwidth bound per step (max_t: its slowest hop with every flow on its link
+// active). method: "lock-step" (uniform ring, exact), "pipeline" (run, up to `budget` edge-steps
+// over the channels), "sub-ring" (a longer ring's steady state from its first nodes) or "cycle"
+// (steps x the drifting cycle time, when no node boundary is in reach).
+struct RingPipeline {
+  std::vector<double> end;
+  std::vector<double> max_t;
+  std::string method;
+};
+RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
+                           int steps, double budget = kPipelineBudget);
 
 // allreduce, allgather, reducescatter.
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,

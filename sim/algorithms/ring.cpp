@@ -11,14 +11,9 @@ namespace commstack::sim::detail {
 
 namespace {
 
-// Rings above kPipelineBudget (edge, step) pairs take steps x P, P the cycle time of the drifting
-// estimate: within 0.3% of the step level from 1 GiB, up to +4.4% where NIC and shared NVLink hop
-// times are close (64 KiB blocks, 64 nodes x 8 GPUs at 256 MiB); a pipeline's transient lasts
-// about n steps, so a shorter run cannot be extrapolated.
-
 // A hop's transfer time when its channels are out of phase: each of the share - 1 other flows on
 // its link is there a fraction t / P of the time, so t = t0 / (1 - (share - 1) t0 / P), at most
-// share x t0. Only for rings too long to run the pipeline.
+// share x t0. Only where no pipeline can be run (steps x P).
 double drifting_hop_time(const PipeHop& h, double P) {
   const double others = h.share - 1;
   const double all = h.t0 * h.share;
@@ -26,12 +21,56 @@ double drifting_hop_time(const PipeHop& h, double P) {
   return std::min(all, h.t0 / (1 - others * h.t0 / P));
 }
 
-// The extra latency of each channel's edge-level ring flows: the end of the steps' pipeline (or
-// steps x P, P the ring's cycle time, for rings too long to run it) minus the bytes' time with
-// every flow on the bottleneck link active (see add_ring). Link loads count every channel's ring
-// edges, per direction.
-std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const CollectiveSpec& spec,
-                                         double block, int K, double ovh, int steps) {
+// Hops of the sub-ring that stands for a ring too long to run: its first whole nodes, up to this
+// many hops (16 DGX nodes of 8 GPUs), run for 4x their count of steps, about 0.5 s on 8 channels.
+constexpr int kSubRingHops = 128;
+
+// The steady state of a long ring from a sub-ring of its first nodes, closed on itself: the same
+// hops in the same order and the same link sharing among the channels, so the same cycle once
+// the channels have drifted into their phases. The sub-ring runs 4M steps; the slope of its end
+// between 2M and 4M steps is the cycle P_sub, and end(4M) - 4M P_sub its transient. The rest of
+// the long ring can be slower per step than its first nodes only through its latencies (a spine
+// crossing every scalable unit), which a latency-bound cycle pays on average; a slower bandwidth
+// bottleneck is max_t. Returns each channel's end, or nothing if no node boundary is in reach.
+std::vector<double> sub_ring_ends(const topologies::Topology& topo, const CollectiveSpec& spec,
+                                  const PipeHops& ph, int steps) {
+  const int n = static_cast<int>(spec.ranks.size());
+  const std::vector<int> ring = channel_ring(topo, spec.ranks, 0);
+  auto node_of = [&](int i) {
+    return topo.vertex(topo.gpu_vertex(ring[static_cast<std::size_t>(i % n)])).node;
+  };
+  int M = 0;  // node boundaries are at the same positions in every channel (channel_ring)
+  for (int i = 0; i < std::min(n, kSubRingHops); ++i)
+    if (node_of(i) != node_of(i + 1)) M = i + 1;
+  if (M < 2) return {};
+  PipeHops sub = ph;
+  for (auto& hc : sub.hops) hc.resize(static_cast<std::size_t>(M));
+  const auto e2 = pipeline_hop_ends(sub, PipeShape::ring, 4 * M);
+  const auto e1 = pipeline_hop_ends(sub, PipeShape::ring, 2 * M);
+  std::vector<double> out;
+  for (std::size_t c = 0; c < ph.hops.size(); ++c) {
+    const double end2 = *std::max_element(e2[c].begin(), e2[c].end());
+    const double end1 = *std::max_element(e1[c].begin(), e1[c].end());
+    const double cycle = (end2 - end1) / (2.0 * M);
+    double a_all = 0, a_sub = 0, max_t_sub = 0;
+    for (int i = 0; i < n; ++i) a_all += ph.hops[c][static_cast<std::size_t>(i)].a;
+    for (int i = 0; i < M; ++i) {
+      const PipeHop& h = ph.hops[c][static_cast<std::size_t>(i)];
+      a_sub += h.a;
+      max_t_sub = std::max(max_t_sub, h.t0 * h.share);
+    }
+    const bool bandwidth_bound = cycle <= max_t_sub * (1 + 1e-9);
+    const double extra_latency = bandwidth_bound ? 0 : std::max(0.0, a_all / n - a_sub / M);
+    const double P = std::max(ph.max_t[c], cycle + extra_latency);
+    out.push_back(end2 - 4.0 * M * cycle + steps * P);
+  }
+  return out;
+}
+
+}  // namespace
+
+RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
+                           int steps, double budget) {
   const int n = static_cast<int>(spec.ranks.size());
   std::vector<std::vector<topologies::Path>> paths(static_cast<std::size_t>(spec.channels));
   for (int c = 0; c < spec.channels; ++c) {
@@ -42,59 +81,57 @@ std::vector<double> edge_cycle_latencies(const topologies::Topology& topo, const
       mine.push_back(
           topo.route(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]));
   }
-  const PipeHops ph = pipeline_hops(topo, paths, block, K, ovh);
-  const auto& max_t = ph.max_t;
-  std::vector<double> P(paths.size(), 0.0);
+  const PipeHops ph = pipeline_hops(topo, paths, block, K, spec.step_overhead_s);
+  RingPipeline out;
+  out.max_t = ph.max_t;
   const PipeHop& first = ph.hops.front().front();
   bool uniform = true;  // every hop of every channel the same: all flows of a step start together
-  for (std::size_t c = 0; c < paths.size(); ++c) {
-    // Steady state, for rings too long to run (below). The flows sharing a link are active together
-    // when every hop of the ring is the same: the channels then step in lock-step. When hops differ
-    // (NVLink and NIC), the channels cross a GPU at different positions of their rings and drift
-    // apart (drifting_hop_time). P is the fixed point of P = max(max_t, mean(t + a)).
+  for (const auto& hc : ph.hops)
+    for (const auto& h : hc)
+      uniform = uniform && h.t0 == first.t0 && h.share == first.share && h.a == first.a;
+  // A uniform ring (one node, an NVL72 domain, one GPU per node) runs in lock-step: every step
+  // takes share x t0 + a, and that is its pipeline's end exactly. Otherwise run the pipeline: from
+  // every edge sending its first block at time 0 it has a transient (the bottleneck edge's last
+  // arrival in a bandwidth-bound ring, where the critical path collects the most latency in a
+  // latency-bound one, channels sharing a link in lock-step for their first steps), and the
+  // drifting channels settle into phases that share a link less than random phases would.
+  if (uniform) {
+    out.end.assign(ph.hops.size(), steps * (first.t0 * first.share + first.a));
+    out.method = "lock-step";
+    return out;
+  }
+  if (static_cast<double>(n) * steps * static_cast<double>(ph.hops.size()) <= budget) {
+    for (const auto& e : pipeline_hop_ends(ph, PipeShape::ring, steps))
+      out.end.push_back(*std::max_element(e.begin(), e.end()));
+    out.method = "pipeline";
+    return out;
+  }
+  out.end = sub_ring_ends(topo, spec, ph, steps);
+  out.method = "sub-ring";
+  if (!out.end.empty()) return out;
+  // No node boundary within the sub-ring's reach: steps x P, P the fixed point of P = max(max_t,
+  // mean(t + a)) with the drifting hop times.
+  out.method = "cycle";
+  for (std::size_t c = 0; c < ph.hops.size(); ++c) {
     const auto& hc = ph.hops[c];
-    const bool lockstep = std::all_of(hc.begin(), hc.end(), [&](const PipeHop& h) {
-      return h.t0 == hc.front().t0 && h.share == hc.front().share && h.a == hc.front().a;
-    });
-    uniform = uniform && lockstep && hc.front().t0 == first.t0 && hc.front().share == first.share &&
-              hc.front().a == first.a;
     auto mean_ta = [&](double p) {
       double sum = 0;
-      for (const auto& h : hc) sum += (lockstep ? h.t0 * h.share : drifting_hop_time(h, p)) + h.a;
+      for (const auto& h : hc) sum += drifting_hop_time(h, p) + h.a;
       return sum / n;
     };
     // mean_ta falls as P grows, so P - max(max_t, mean_ta(P)) rises: bisect for its root between
     // the drifting bound (no sharing) and the lock-step value.
     double drifting = 0;
     for (const auto& h : hc) drifting += h.t0 + h.a;
-    double lo = std::max(max_t[c], drifting / n), hi = std::max(max_t[c], mean_ta(0));
+    double lo = std::max(out.max_t[c], drifting / n), hi = std::max(out.max_t[c], mean_ta(0));
     for (int it = 0; it < 100 && hi - lo > 1e-15 * hi; ++it) {
       const double mid = 0.5 * (lo + hi);
-      (mid - std::max(max_t[c], mean_ta(mid)) < 0 ? lo : hi) = mid;
+      (mid - std::max(out.max_t[c], mean_ta(mid)) < 0 ? lo : hi) = mid;
     }
-    P[c] = hi;
-  }
-  std::vector<double> out(paths.size());
-  // Where the pipeline is small enough, run it: from every edge sending its first block at time 0
-  // it has a transient that steps x P misses (the bottleneck edge's last arrival in a
-  // bandwidth-bound ring, where the critical path collects the most latency in a latency-bound
-  // one, channels sharing a link in lock-step for their first steps), and the drifting channels
-  // settle into phases that share a link less than random phases would. A uniform ring (one node,
-  // an NVL72 domain, one GPU per node) runs in lock-step: every step takes share x t0 + a, and
-  // steps x P is its pipeline's end exactly.
-  if (!uniform && static_cast<double>(n) * steps * static_cast<double>(paths.size()) <= kPipelineBudget) {
-    const auto ends = pipeline_hop_ends(ph, PipeShape::ring, steps);
-    for (std::size_t c = 0; c < paths.size(); ++c) {
-      const double end = *std::max_element(ends[c].begin(), ends[c].end());
-      out[c] = std::max(0.0, end - static_cast<double>(steps) * max_t[c]);
-    }
-  } else {
-    for (std::size_t c = 0; c < paths.size(); ++c) out[c] = static_cast<double>(steps) * (P[c] - max_t[c]);
+    out.end.push_back(steps * hi);
   }
   return out;
 }
-
-}  // namespace
 
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks) {
@@ -107,9 +144,14 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
   const double chunk = block / K;
   const double ovh = spec.step_overhead_s;
   RouteInfo routes(topo);
-  const std::vector<double> edge_latency = level == Fidelity::edge
-                                               ? edge_cycle_latencies(topo, spec, block, K, ovh, steps)
-                                               : std::vector<double>{};
+  // The edge flows' latency: the steps' pipeline end minus the bytes' time with every flow on the
+  // bottleneck link active, which SimGrid's sharing of the edge flows gives.
+  std::vector<double> edge_latency;
+  if (level == Fidelity::edge) {
+    const RingPipeline pipe = ring_pipeline(topo, spec, block, K, steps);
+    for (std::size_t c = 0; c < pipe.end.size(); ++c)
+      edge_latency.push_back(std::max(0.0, pipe.end[c] - static_cast<double>(steps) * pipe.max_t[c]));
+  }
 
   for (int c = 0; c < spec.channels; ++c) {
     const std::vector<int> ring = channel_ring(topo, spec.ranks, c);
