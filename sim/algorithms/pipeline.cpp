@@ -20,7 +20,10 @@ constexpr double kSameFinish = 1e-9;
 
 // Equal-sized flows on a link under processor sharing leave in the order they came: a link is a
 // queue of virtual finish tags with its virtual time advancing at 1 / (flows on it).
-std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shape, int count) {
+// mark > 0: also each channel's end after its first `mark` blocks (the latest arrival of block
+// mark-1 over the channel's hops), in *marked.
+std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shape, int count, int mark = 0,
+                                              std::vector<double>* marked = nullptr) {
   const auto& hops = ph.hops;
   const std::size_t C = hops.size();
   const std::size_t n = hops.front().size();
@@ -33,6 +36,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   std::vector<std::vector<double>> inbox(F);
   std::vector<int> used(F, 0);
   std::vector<std::vector<double>> end(C, std::vector<double>(n, 0.0));
+  if (marked != nullptr) marked->assign(C, 0.0);
 
   struct Link {
     int active = 0;
@@ -74,6 +78,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
     busy[e] = 0;
     const int b = block[e]++;
     if (b == count - 1) end[c][i] = now + h.a;
+    if (marked != nullptr && b == mark - 1) (*marked)[c] = std::max((*marked)[c], now + h.a);
     // The successor's next block needs this one: a ring's block s feeds step s+1 of the next hop
     // (around the ring), a chain's block k feeds block k of the next hop (none after the last).
     if (shape == PipeShape::ring && b < count - 1) {
@@ -178,6 +183,13 @@ std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeSha
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the run
   return cache.emplace(std::move(key), run_pipeline(hops, shape, count)).first->second;
+}
+
+PipelineMarks pipeline_channel_ends(const PipeHops& hops, PipeShape shape, int count, int mark) {
+  PipelineMarks out;
+  const auto ends = run_pipeline(hops, shape, count, mark, &out.at_mark);
+  for (const auto& e : ends) out.at_count.push_back(*std::max_element(e.begin(), e.end()));
+  return out;
 }
 
 }  // namespace commstack::sim::detail

@@ -48,4 +48,11 @@ enum class PipeShape {
 // sibling groups of the same shape.
 std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count);
 
+// Each channel's end (latest arrival over its hops) after `mark` blocks and after all `count`, from
+// one run (not cached): the slope between the two is a pipeline's cycle once it is steady.
+struct PipelineMarks {
+  std::vector<double> at_mark, at_count;
+};
+PipelineMarks pipeline_channel_ends(const PipeHops& hops, PipeShape shape, int count, int mark);
+
 }  // namespace commstack::sim::detail

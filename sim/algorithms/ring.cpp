@@ -22,7 +22,7 @@ double drifting_hop_time(const PipeHop& h, double P) {
 }
 
 // Hops of the sub-ring that stands for a ring too long to run: its first whole nodes, up to this
-// many hops (16 DGX nodes of 8 GPUs), run for 4x their count of steps, about 0.5 s on 8 channels.
+// many hops (16 DGX nodes of 8 GPUs), run for 4x their count of steps, about 0.2 s on 8 channels.
 constexpr int kSubRingHops = 128;
 
 // The steady state of a long ring from a sub-ring of its first nodes, closed on itself: the same
@@ -45,12 +45,11 @@ std::vector<double> sub_ring_ends(const topologies::Topology& topo, const Collec
   if (M < 2) return {};
   PipeHops sub = ph;
   for (auto& hc : sub.hops) hc.resize(static_cast<std::size_t>(M));
-  const auto e2 = pipeline_hop_ends(sub, PipeShape::ring, 4 * M);
-  const auto e1 = pipeline_hop_ends(sub, PipeShape::ring, 2 * M);
+  const PipelineMarks run = pipeline_channel_ends(sub, PipeShape::ring, 4 * M, 2 * M);
   std::vector<double> out;
   for (std::size_t c = 0; c < ph.hops.size(); ++c) {
-    const double end2 = *std::max_element(e2[c].begin(), e2[c].end());
-    const double end1 = *std::max_element(e1[c].begin(), e1[c].end());
+    const double end2 = run.at_count[c];
+    const double end1 = run.at_mark[c];
     const double cycle = (end2 - end1) / (2.0 * M);
     double a_all = 0, a_sub = 0, max_t_sub = 0;
     for (int i = 0; i < n; ++i) a_all += ph.hops[c][static_cast<std::size_t>(i)].a;
