@@ -159,17 +159,9 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     const int base = graph.size();
 
     if (level == Fidelity::edge) {
-      // One flow per edge carrying every step's bytes, plus an extra latency that makes the slowest
-      // edge end where the step level's pipeline does. There, step s of edge i starts once edge i
-      // has sent step s-1 and step s-1 of edge i-1 has arrived (its bytes and the hop's latency),
-      // so the ring advances one step per P = max(max_e T_e, mean_e(T_e + A_e)) (the cycle time of
-      // that max-plus recurrence): T_e the step's transfer time over edge e, A_e its K chunk
-      // latencies (route + overhead each). A ring of equal edges pays T + A per step; a ring whose
-      // NIC edges are the bottleneck hides its NVLink hops' latency behind them. T_e is estimated
-      // from the link loads of every channel's ring (each link's bandwidth shared by the edges that
-      // cross it in that direction, all the time for channels in lock-step, part of the time for
-      // channels that drift; edge_cycle_latencies); SimGrid then moves the bytes with the real
-      // sharing.
+      // One flow per edge carrying every step's bytes, started at 0 with every other edge flow so
+      // that SimGrid shares the links among all of them, plus a latency after the bytes that makes
+      // the channel end where its steps' pipeline ends (ring_pipeline above).
       const double a_extra = edge_latency[static_cast<std::size_t>(c)];
       for (int i = 0; i < n; ++i) {
         Flow f;

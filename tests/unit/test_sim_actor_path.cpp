@@ -55,6 +55,25 @@ TEST_CASE("sim: actor-started flows time exactly like host-to-host flows") {
   }
 }
 
+namespace {
+
+// One collective over every GPU of the topology at one fidelity level: its simulated duration.
+double whole_topology_time(sim::Simulator& simulator, const topologies::Topology& topo, sim::CollectiveOp op,
+                           double mib, int channels, double chunk_bytes, sim::Fidelity fidelity) {
+  sim::CollectiveSpec coll;
+  coll.op = op;
+  for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
+  coll.bytes = mib * 1024 * 1024;
+  coll.channels = channels;
+  coll.chunk_bytes = chunk_bytes;
+  coll.fidelity = fidelity;
+  sim::FlowGraph graph;
+  sim::add_collective(graph, topo, coll);
+  return simulator.run(graph).duration_s;
+}
+
+}  // namespace
+
 TEST_CASE("sim: the edge level follows the step level on a ring of NVLink and NIC hops (DGX H100, 2 nodes)") {
   // 16 GPUs, 8 channels: each ring has 14 NVLink hops (0.6 us) and 2 NIC hops (~2.6 us). The step
   // level's data dependencies pay the hops' latencies in turn, so a step costs the ring's mean hop
@@ -62,27 +81,17 @@ TEST_CASE("sim: the edge level follows the step level on a ring of NVLink and NI
   // the blocks are large. An edge-level flow charging every step its own hop's latency ran 3.1x
   // the step level at 1 MiB and +6% at 1 GiB; steps x the cycle time -3.1 / -1.7 / -0.1%. Running
   // the steps' pipeline with each hop's busiest link shared by the ring flows on it
-  // (sim/algorithms/ring.cpp, ring_end_times) follows it within 0.1%.
+  // (sim/algorithms/pipeline.cpp) follows it within 0.1%.
   const auto spec = topologies::load_cluster("dgx-h100");
   const auto topo = topologies::build_topology(spec, 2);
   sim::Simulator simulator(topo);
   for (const double mib : {1.0, 32.0, 1024.0}) {
-    double t[2] = {0, 0};
-    int i = 0;
-    for (const auto fidelity : {sim::Fidelity::step, sim::Fidelity::edge}) {
-      sim::CollectiveSpec coll;
-      coll.op = sim::CollectiveOp::allreduce;
-      for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
-      coll.bytes = mib * 1024 * 1024;
-      coll.channels = 8;
-      coll.chunk_bytes = 2.0 * 1024 * 1024;
-      coll.fidelity = fidelity;
-      sim::FlowGraph graph;
-      sim::add_collective(graph, topo, coll);
-      t[i++] = simulator.run(graph).duration_s;
-    }
+    const double step = whole_topology_time(simulator, topo, sim::CollectiveOp::allreduce, mib, 8,
+                                            2.0 * 1024 * 1024, sim::Fidelity::step);
+    const double edge = whole_topology_time(simulator, topo, sim::CollectiveOp::allreduce, mib, 8,
+                                            2.0 * 1024 * 1024, sim::Fidelity::edge);
     CAPTURE(mib);
-    CHECK(t[1] == doctest::Approx(t[0]).epsilon(0.01));
+    CHECK(edge == doctest::Approx(step).epsilon(0.01));
   }
 }
 
@@ -94,22 +103,12 @@ TEST_CASE("sim: the edge level follows the step level where channels drift apart
   const auto topo = topologies::build_topology(spec, 4);
   sim::Simulator simulator(topo);
   for (const double mib : {4.0, 16.0}) {
-    double t[2] = {0, 0};
-    int i = 0;
-    for (const auto fidelity : {sim::Fidelity::step, sim::Fidelity::edge}) {
-      sim::CollectiveSpec coll;
-      coll.op = sim::CollectiveOp::reducescatter;
-      for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
-      coll.bytes = mib * 1024 * 1024;
-      coll.channels = 8;
-      coll.chunk_bytes = 2.0 * 1024 * 1024;
-      coll.fidelity = fidelity;
-      sim::FlowGraph graph;
-      sim::add_collective(graph, topo, coll);
-      t[i++] = simulator.run(graph).duration_s;
-    }
+    const double step = whole_topology_time(simulator, topo, sim::CollectiveOp::reducescatter, mib, 8,
+                                            2.0 * 1024 * 1024, sim::Fidelity::step);
+    const double edge = whole_topology_time(simulator, topo, sim::CollectiveOp::reducescatter, mib, 8,
+                                            2.0 * 1024 * 1024, sim::Fidelity::edge);
     CAPTURE(mib);
-    CHECK(t[1] == doctest::Approx(t[0]).epsilon(0.005));
+    CHECK(edge == doctest::Approx(step).epsilon(0.005));
   }
 }
 
@@ -122,22 +121,12 @@ TEST_CASE("sim: one channel's edge level is the step level's pipeline exactly (D
   const auto topo = topologies::build_topology(spec, 2);
   sim::Simulator simulator(topo);
   for (const double mib : {1.0 / 16, 1.0, 4.0, 1024.0}) {
-    double t[2] = {0, 0};
-    int i = 0;
-    for (const auto fidelity : {sim::Fidelity::step, sim::Fidelity::edge}) {
-      sim::CollectiveSpec coll;
-      coll.op = sim::CollectiveOp::allreduce;
-      for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
-      coll.bytes = mib * 1024 * 1024;
-      coll.channels = 1;
-      coll.chunk_bytes = 2.0 * 1024 * 1024;
-      coll.fidelity = fidelity;
-      sim::FlowGraph graph;
-      sim::add_collective(graph, topo, coll);
-      t[i++] = simulator.run(graph).duration_s;
-    }
+    const double step = whole_topology_time(simulator, topo, sim::CollectiveOp::allreduce, mib, 1,
+                                            2.0 * 1024 * 1024, sim::Fidelity::step);
+    const double edge = whole_topology_time(simulator, topo, sim::CollectiveOp::allreduce, mib, 1,
+                                            2.0 * 1024 * 1024, sim::Fidelity::edge);
     CAPTURE(mib);
-    CHECK(t[1] == doctest::Approx(t[0]).epsilon(0.001));
+    CHECK(edge == doctest::Approx(step).epsilon(0.001));
   }
 }
 
@@ -151,23 +140,12 @@ TEST_CASE("sim: a chain's step level follows its chunk level (broadcast and redu
   sim::Simulator simulator(topo);
   for (const auto op : {sim::CollectiveOp::broadcast, sim::CollectiveOp::reduce}) {
     for (const double mib : {4.0, 1024.0}) {
-      double t[2] = {0, 0};
-      int i = 0;
-      for (const auto fidelity : {sim::Fidelity::chunk, sim::Fidelity::step}) {
-        sim::CollectiveSpec coll;
-        coll.op = op;
-        for (int r = 0; r < topo.gpu_count(); ++r) coll.ranks.push_back(r);
-        coll.bytes = mib * 1024 * 1024;
-        coll.channels = 8;
-        coll.chunk_bytes = 512.0 * 1024;
-        coll.fidelity = fidelity;
-        sim::FlowGraph graph;
-        sim::add_collective(graph, topo, coll);
-        t[i++] = simulator.run(graph).duration_s;
-      }
+      const double chunk =
+          whole_topology_time(simulator, topo, op, mib, 8, 512.0 * 1024, sim::Fidelity::chunk);
+      const double step = whole_topology_time(simulator, topo, op, mib, 8, 512.0 * 1024, sim::Fidelity::step);
       CAPTURE(sim::to_string(op));
       CAPTURE(mib);
-      CHECK(t[1] == doctest::Approx(t[0]).epsilon(0.005));
+      CHECK(step == doctest::Approx(chunk).epsilon(0.005));
     }
   }
 }
