@@ -1,9 +1,12 @@
 #include "sim/algorithms/pipeline.hpp"
 
+#include "sim/algorithms/link_sharing.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -11,12 +14,6 @@
 namespace commstack::sim::detail {
 
 namespace {
-
-// Flows on one link whose finish tags differ by less than this fraction of a transfer leave
-// together: flows of channels in lock-step come in within a few ulps, and processor sharing would
-// let the first one leave first and come back earlier at every step (3x the gap per step with 4
-// flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
-constexpr double kSameFinish = 1e-9;
 
 // Equal-sized flows on a link under processor sharing leave in the order they came: a link is a
 // queue of virtual finish tags with its virtual time advancing at 1 / (flows on it).
@@ -46,9 +43,19 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   };
   std::vector<Link> L(static_cast<std::size_t>(ph.links));
   // Events: (time, kind, id, version). kind 0: link id's head leaves (if version is current);
-  // kind 1: hop id's transfer done on an unshared link; kind 2: hop id starts its next block.
+  // kind 1: hop id's transfer done on an unshared link; kind 2: hop id starts its next block;
+  // kind 3: hop id's block is sent at its current rate (LinkSharing, if version is current).
   using Event = std::tuple<double, int, std::size_t, long>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+
+  // A chain whose hops cross several shared links, within the budget of the max-min solves
+  // (pipeline.hpp, link_sharing.hpp); beyond it, processor sharing of each hop's busiest link.
+  std::optional<LinkSharing> sharing;
+  const double width = static_cast<double>(F) + ph.shared_links;
+  if (shape == PipeShape::chain && ph.multi_link() && width <= kMaxMinWidth &&
+      static_cast<double>(F) * count * width <= kMaxMinBudget)
+    sharing.emplace(ph);
+  auto schedule = [&](double at, std::size_t e, long version) { events.emplace(at, 3, e, version); };
   auto advance = [](Link& l, double now) {
     if (l.active > 0) l.vtime += (now - l.updated) / l.active;
     l.updated = now;
@@ -94,9 +101,17 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   };
   std::vector<std::size_t> leaving;
   for (std::size_t e = 0; e < F; ++e) try_start(e);
-  while (!events.empty()) {
+  double clock = 0;
+  while (!events.empty() || (sharing && sharing->changed())) {
+    // Shared links change their rates once per instant, after every block that starts or is
+    // sent at it.
+    if (sharing && sharing->changed() && (events.empty() || std::get<0>(events.top()) > clock)) {
+      sharing->reshare(clock, schedule);
+      continue;
+    }
     const auto [now, kind, id, version] = events.top();
     events.pop();
+    clock = now;
     if (kind == 0) {
       Link& l = L[id];
       if (version != l.version) continue;
@@ -113,6 +128,14 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
       for (const std::size_t e : leaving) finish(e, now);
     } else if (kind == 1) {
       finish(id, now);
+    } else if (kind == 3) {
+      if (!sharing->current(version)) continue;
+      leaving = sharing->leave_due(id, now);
+      for (const std::size_t e : leaving) finish(e, now);
+    } else if (sharing && !hop_of(id).uses.empty()) {
+      sharing->join(id, now);
+    } else if (sharing) {
+      events.emplace(now + hop_of(id).t_alone, 1, id, 0);
     } else {
       const PipeHop& h = hop_of(id);
       if (h.link < 0) {
@@ -140,6 +163,7 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
     for (const auto& path : channel)
       for (const auto& h : path) ++load[{h.link, h.forward}];
   std::map<std::pair<int, bool>, int> shared_index;  // busiest links shared by several hops
+  std::map<std::pair<int, bool>, int> use_index;     // every link shared by several hops
   PipeHops out;
   out.hops.resize(paths.size());
   out.max_t.assign(paths.size(), 0.0);
@@ -152,6 +176,12 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
         const double bw = topo.link(h.link).bandwidth_Bps;
         if (bw <= 0) continue;
         const int flows = load[{h.link, h.forward}];
+        if (flows > 1)
+          hop.uses.push_back(
+              {use_index.try_emplace({h.link, h.forward}, static_cast<int>(use_index.size())).first->second,
+               block / bw});
+        else
+          hop.t_alone = std::max(hop.t_alone, block / bw);
         if (block * flows / bw > t) {
           t = block * flows / bw;
           hop.t0 = block / bw;
@@ -167,6 +197,7 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
     }
   }
   out.links = static_cast<int>(shared_index.size());
+  out.shared_links = static_cast<int>(use_index.size());
   return out;
 }
 
@@ -178,7 +209,11 @@ std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeSha
                           static_cast<double>(hops.links)};
   for (const auto& channel : hops.hops) {
     key.push_back(-1);  // channel separator
-    for (const PipeHop& h : channel) key.insert(key.end(), {h.t0, h.share, h.a, static_cast<double>(h.link)});
+    for (const PipeHop& h : channel) {
+      key.insert(key.end(), {h.t0, h.share, h.a, static_cast<double>(h.link), h.t_alone,
+                             static_cast<double>(h.uses.size())});
+      for (const auto& u : h.uses) key.insert(key.end(), {static_cast<double>(u.link), u.t});
+    }
   }
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the run

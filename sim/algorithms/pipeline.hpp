@@ -16,6 +16,15 @@ namespace commstack::sim::detail {
 struct PipeHop {
   double t0 = 0, share = 1, a = 0;
   int link = -1;
+  // Every link of the hop that other flows of this collective cross too (index among those links,
+  // one block's time alone on it), and the hop's time alone on its other links: what a chain's
+  // pipeline shares when its hops cross two equally loaded links with different flows on each.
+  struct Use {
+    int link;
+    double t;
+  };
+  std::vector<Use> uses;
+  double t_alone = 0;
 };
 
 // The hops of every channel, links numbered in the order the channels first cross them (so that
@@ -24,6 +33,14 @@ struct PipeHop {
 struct PipeHops {
   std::vector<std::vector<PipeHop>> hops;
   int links = 0;
+  int shared_links = 0;  // links numbered in PipeHop::uses
+  // Whether a hop crosses two or more links that other flows of the collective share.
+  bool multi_link() const {
+    for (const auto& channel : hops)
+      for (const auto& h : channel)
+        if (h.uses.size() > 1) return true;
+    return false;
+  }
   std::vector<double> max_t;
 };
 
@@ -36,6 +53,22 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
 // Collectives up to this many (hop, block) pairs over all channels get their pipeline run in the
 // coarse levels (about 0.35 s per million pairs: a 480-GPU DGX H100 all-reduce on 8 channels).
 inline constexpr double kPipelineBudget = 4e6;
+
+// Flows on one link whose finish times differ by less than this fraction of a transfer leave
+// together: flows of channels in lock-step come in within a few ulps, and processor sharing would
+// let the first one leave first and come back earlier at every step (3x the gap per step with 4
+// flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
+inline constexpr double kSameFinish = 1e-9;
+
+// A chain whose hops cross several shared links gets them shared max-min fairly (SimGrid's sharing,
+// link_sharing.hpp) where the solves cost less than the chunk level would: each block's start and
+// end solves over every block in flight and link, about 20 ns per (block, hop or link), against
+// 5-15 us per chunk-level flow in SimGrid. So up to kMaxMinWidth hops and shared links (a 72-GPU
+// NVL72 chain on 4 channels has 428; 16 DGX H100 nodes on 8 channels 1600) and kMaxMinBudget
+// visits in all (about 2 s: a 1 GiB NVL72 broadcast takes 1.4 s, its chunk level 2 s). Beyond
+// them, processor sharing of each hop's busiest link.
+inline constexpr double kMaxMinWidth = 512;
+inline constexpr double kMaxMinBudget = 1e8;
 
 enum class PipeShape {
   ring,   // hop i's block s waits for hop i-1's block s-1 (mod n); count = steps
