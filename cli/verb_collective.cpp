@@ -61,8 +61,11 @@ int default_channels(const topologies::Topology& topo) {
 
 // NCCL's Simple protocol chunk: 4 MiB buffer / 8 FIFO slots = 512 KiB per slot; ring
 // all-reduce / all-gather / reduce-scatter move 4 slots per step (2 MiB), broadcast / reduce one
-// slot; point-to-point flows are not chunked here (a chunked connection only overlaps latencies).
-double default_chunk(sim::CollectiveOp op) {
+// slot, as does a tree all-reduce; point-to-point flows are not chunked here (a chunked connection
+// only overlaps latencies).
+double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
+  // NCCL's Tree moves one slot per step (src/enqueue.cc: chunkSteps 1 but for Ring/Simple).
+  if (algorithm == sim::Algorithm::tree) return 512.0 * 1024;
   switch (op) {
     case sim::CollectiveOp::allreduce:
     case sim::CollectiveOp::allgather:
@@ -97,11 +100,20 @@ void run(const CollectiveOptions& o) {
   const auto topo = topologies::build_topology(spec, nodes, gpn);
   const int channels = o.channels == "auto" ? default_channels(topo)
                                             : static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
-  const double chunk =
-      o.chunk_bytes == "auto" ? default_chunk(op) : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
+  // With --profile none, --algo is the SimGrid simulation's all-reduce algorithm.
+  const sim::Algorithm algorithm = o.profile == "none" && !o.algo.empty()
+                                       ? sim::algorithm_from_string(o.algo, "--algo")
+                                       : sim::Algorithm::ring;
+  if (algorithm == sim::Algorithm::tree && op != sim::CollectiveOp::allreduce)
+    throw InputError(fmt::format(
+        "--algo {}: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", o.algo, o.op));
+  const double chunk = o.chunk_bytes == "auto"
+                           ? default_chunk(op, algorithm)
+                           : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
 
   sim::CollectiveSpec base;
   base.op = op;
+  base.algorithm = algorithm;
   for (int r = 0; r < topo.gpu_count(); ++r) base.ranks.push_back(r);
   base.channels = channels;
   base.chunk_bytes = chunk;
@@ -126,10 +138,11 @@ void run(const CollectiveOptions& o) {
   const bool fabric_flags = o.channels != "auto" || o.chunk_bytes != "auto" || o.step_overhead != "0" ||
                             o.alltoall_peers != "0" || o.fidelity != "auto" || !o.trace.empty() ||
                             !o.otf2.empty();
-  const bool stack_flags = o.breakdown || !o.algo.empty() || !o.proto.empty() || !o.min_channels.empty() ||
-                           !o.max_channels.empty() || !o.nvls.empty() || !o.collnet.empty() ||
-                           !o.buffsize.empty() || !o.gpus_per_thread.empty() || !o.cuda_graph.empty() ||
-                           !o.nccl_version.empty();
+  // --algo also picks the SimGrid simulation's all-reduce algorithm (ring or tree).
+  const bool stack_flags = o.breakdown || (!o.algo.empty() && o.profile != "none") || !o.proto.empty() ||
+                           !o.min_channels.empty() || !o.max_channels.empty() || !o.nvls.empty() ||
+                           !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
+                           !o.cuda_graph.empty() || !o.nccl_version.empty();
   bool use_stack = o.profile != "none";
   if (use_stack && o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
     if (stack_flags)
@@ -144,7 +157,8 @@ void run(const CollectiveOptions& o) {
         channels, spec.node.gpu_model);
   } else if (!use_stack) {
     info.model =
-        fmt::format("uncalibrated SimGrid fabric simulation, {} channel(s) (--profile none)", channels);
+        fmt::format("uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
+                    base.algorithm == sim::Algorithm::tree ? ", NCCL's double binary tree" : "");
   }
   if (use_stack && fabric_flags)
     throw InputError(
@@ -181,9 +195,9 @@ void run(const CollectiveOptions& o) {
     info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
   } else if (stack_flags) {
     throw InputError(
-        "--breakdown/--algo/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
+        "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
         "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "drop --profile none (or pass a profile file)");
+        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring or tree");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -274,8 +288,9 @@ void register_collective(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--channels", o->channels, "Parallel rings (auto: one per NIC of a node, at least 1)")
       ->capture_default_str();
-  sub->add_option("--chunk-bytes", o->chunk_bytes,
-                  "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains; 0: none)")
+  sub->add_option(
+         "--chunk-bytes", o->chunk_bytes,
+         "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; 0: none)")
       ->capture_default_str();
   sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
       ->capture_default_str();
@@ -292,7 +307,10 @@ void register_collective(CLI::App& app) {
          "(needed by --trace, --otf2, --channels, --chunk-bytes, --step-overhead, --alltoall-peers, "
          "--fidelity)")
       ->capture_default_str();
-  sub->add_option("--algo", o->algo, "Stack model: force algorithms like NCCL_ALGO");
+  sub->add_option(
+      "--algo", o->algo,
+      "Stack model: force algorithms like NCCL_ALGO; with --profile none: the all-reduce's algorithm, "
+      "ring (default) or tree (NCCL's double binary tree across nodes, chains inside them)");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");

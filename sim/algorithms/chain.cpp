@@ -42,14 +42,8 @@ void add_coarse_chains(FlowGraph& graph, const topologies::Topology& topo, const
       p_max = std::max(p_max, h.t0);
       fill += h.a + h.t0;
       const double end = run ? ends[c][static_cast<std::size_t>(i)] : fill + (K - 1) * p_max;
-      Flow f;
-      f.src = chains[c][static_cast<std::size_t>(i)];
-      f.dst = chains[c][static_cast<std::size_t>(i) + 1];
-      f.bytes = chunk * K;
-      f.add_route_latency = false;
-      f.extra_latency_s = std::max(0.0, end - shared);
-      f.group = spec.group;
-      graph.add_flow(f);
+      add_pipelined_flow(graph, spec, chains[c][static_cast<std::size_t>(i)],
+                         chains[c][static_cast<std::size_t>(i) + 1], chunk * K, end, shared);
     }
   }
 }

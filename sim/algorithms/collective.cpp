@@ -1,6 +1,7 @@
 #include "sim/algorithms/collective.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -53,6 +54,10 @@ void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
     throw InputError(fmt::format("collective: max concurrent peers must be >= 0 (got {})", spec.max_concurrent_peers));
   }
   if (spec.group < 0) throw InputError("collective: group must be >= 0");
+  if (spec.algorithm == Algorithm::tree && spec.op != CollectiveOp::allreduce) {
+    throw InputError(fmt::format(
+        "collective: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", to_string(spec.op)));
+  }
 }
 
 }  // namespace
@@ -82,6 +87,21 @@ Fidelity fidelity_from_string(const std::string& name) {
   for (auto [l, n] : kFidelities)
     if (name == n) return l;
   throw InputError(fmt::format("--fidelity: unknown level '{}'; expected one of auto, chunk, step, edge", name));
+}
+
+std::string to_string(Algorithm a) {
+  return a == Algorithm::tree ? "tree" : "ring";
+}
+
+Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
+  std::string lower;
+  for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "ring") return Algorithm::ring;
+  if (lower == "tree") return Algorithm::tree;
+  throw InputError(fmt::format(
+      "{}: the SimGrid fabric simulation runs algorithm ring or tree, not '{}' (NVLS, CollNet and PAT are "
+      "modelled by the stack model: drop --profile none)",
+      flag, name));
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int nranks) {
@@ -144,6 +164,11 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
   }
   switch (spec.op) {
     case CollectiveOp::allreduce:
+      if (spec.algorithm == Algorithm::tree) {
+        detail::add_tree(graph, topo, spec, plan.fidelity, plan.chunks);
+        break;
+      }
+      [[fallthrough]];
     case CollectiveOp::allgather:
     case CollectiveOp::reducescatter: detail::add_ring(graph, topo, spec, plan.fidelity, plan.chunks); break;
     case CollectiveOp::broadcast:
@@ -164,6 +189,18 @@ const std::pair<double, double>& RouteInfo::get(int src, int dst) {
   return cache_.emplace(key, std::make_pair(topo_.path_latency(path), topo_.path_bandwidth(path))).first->second;
 }
 
+void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, int dst, double bytes,
+                        double end, double shared) {
+  Flow f;
+  f.src = src;
+  f.dst = dst;
+  f.bytes = bytes;
+  f.add_route_latency = false;
+  f.extra_latency_s = std::max(0.0, end - shared);
+  f.group = spec.group;
+  graph.add_flow(f);
+}
+
 int chunk_count(double bytes, double chunk_bytes) {
   if (chunk_bytes <= 0 || bytes <= chunk_bytes) return 1;
   const double k = std::ceil(bytes / chunk_bytes);
@@ -174,6 +211,14 @@ LevelCounts level_counts(const topologies::Topology& /*topo*/, const CollectiveS
   const long long n = static_cast<long long>(spec.ranks.size());
   const long long ch = spec.channels;
   LevelCounts c;
+  if (spec.algorithm == Algorithm::tree) {
+    // Every rank but the root reduces up to its parent and receives the result back: 2 (n - 1)
+    // edges per channel, each carrying the channel's whole share in chunks.
+    c.chunks = chunk_count(spec.bytes / static_cast<double>(ch), spec.chunk_bytes);
+    c.edge = c.step = 2 * ch * (n - 1);
+    c.chunk = c.step * c.chunks;
+    return c;
+  }
   switch (spec.op) {
     case CollectiveOp::allreduce:
     case CollectiveOp::allgather:

@@ -1,5 +1,5 @@
 #pragma once
-// NCCL-style ring-family collectives and direct all-to-all / send-recv, decomposed into the
+// NCCL-style ring-family and tree collectives and direct all-to-all / send-recv, decomposed into the
 // point-to-point flows of a FlowGraph. What each op moves, and the three fidelity levels, are
 // described in docs/simulator.md.
 #include <string>
@@ -21,8 +21,17 @@ enum class Fidelity { automatic, chunk, step, edge };
 std::string to_string(Fidelity f);
 Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 
+// How an all-reduce moves its data: NCCL's ring (reduce-scatter then all-gather around each
+// channel's ring) or NCCL's Tree (a reduction up and a broadcast down, pipelined by chunks, over the
+// double binary tree across nodes and a chain inside each node). Every other op has one pattern.
+enum class Algorithm { ring, tree };
+std::string to_string(Algorithm a);
+// "ring" / "tree", any case (NCCL_ALGO's names); throws InputError naming `flag`.
+Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
+
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
+  Algorithm algorithm = Algorithm::ring;  // tree: all-reduce only
   std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
   // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,
   // sendrecv and alltoall (all peers together); the gathered total (count * type size * n) for

@@ -49,12 +49,22 @@ struct RingPipeline {
 RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
                            int steps, double budget = kPipelineBudget);
 
+// A coarse-level flow of a pipeline run outside SimGrid (chains, trees): it starts at 0 with all
+// its hop's blocks, SimGrid moves its bytes with the link sharing of every flow (`shared`: their
+// time with every flow of the collective on the hop's busiest link active), and a latency after
+// them makes it end at `end`, where the pipeline run ends the hop.
+void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, int dst, double bytes,
+                        double end, double shared);
+
 // allreduce, allgather, reducescatter.
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);
 // broadcast, reduce: pipelined chain from / to the root along each channel's ring.
 void add_chain(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
                int chunks);
+// allreduce with Algorithm::tree: NCCL's double binary tree across nodes, a chain inside each node.
+void add_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
+              int chunks);
 // alltoall (every ordered pair) and sendrecv (rank i -> rank i+1).
 void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
 void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,

@@ -31,6 +31,14 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   std::vector<double> sent(F, 0.0);  // when this hop finished sending its last block
   // Arrival times of the predecessor's blocks this hop waits for, in order, and how many it used.
   std::vector<std::vector<double>> inbox(F);
+  // dag: per hop, for each block from the first not yet started, how many of its feeding hops have
+  // delivered it and when the last did; and how many hops feed it.
+  std::vector<std::deque<std::pair<int, double>>> gathered(shape == PipeShape::dag ? F : 0);
+  std::vector<int> fed_by(shape == PipeShape::dag ? F : 0, 0);
+  if (shape == PipeShape::dag)
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t i = 0; i < n; ++i)
+        for (const int j : ph.feeds[c][i]) ++fed_by[c * n + static_cast<std::size_t>(j)];
   std::vector<int> used(F, 0);
   std::vector<std::vector<double>> end(C, std::vector<double>(n, 0.0));
   if (marked != nullptr) marked->assign(C, 0.0);
@@ -52,7 +60,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   // (pipeline.hpp, link_sharing.hpp); beyond it, processor sharing of each hop's busiest link.
   std::optional<LinkSharing> sharing;
   const double width = static_cast<double>(F) + ph.shared_links;
-  if (shape == PipeShape::chain && ph.multi_link() && width <= kMaxMinWidth &&
+  if (shape != PipeShape::ring && ph.multi_link() && width <= kMaxMinWidth &&
       static_cast<double>(F) * count * width <= kMaxMinBudget)
     sharing.emplace(ph);
   auto schedule = [&](double at, std::size_t e, long version) { events.emplace(at, 3, e, version); };
@@ -71,7 +79,14 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   auto try_start = [&](std::size_t e) {
     if (busy[e] || block[e] >= count) return;
     double at = sent[e];
-    if (needs_input(e)) {
+    if (shape == PipeShape::dag) {
+      if (fed_by[e] > 0) {
+        auto& g = gathered[e];
+        if (g.empty() || g.front().first < fed_by[e]) return;
+        at = std::max(at, g.front().second);
+        g.pop_front();
+      }
+    } else if (needs_input(e)) {
       if (used[e] == static_cast<int>(inbox[e].size())) return;
       at = std::max(at, inbox[e][static_cast<std::size_t>(used[e]++)]);
     }
@@ -96,6 +111,17 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
       const std::size_t next = e + 1;
       inbox[next].push_back(now + h.a);
       try_start(next);
+    } else if (shape == PipeShape::dag) {
+      for (const int j : ph.feeds[c][i]) {
+        const std::size_t next = c * n + static_cast<std::size_t>(j);
+        // The successor has started every block before its first gathered one.
+        auto& g = gathered[next];
+        const auto at = static_cast<std::size_t>(b - block[next] - busy[next]);
+        if (g.size() <= at) g.resize(at + 1, {0, 0.0});
+        ++g[at].first;
+        g[at].second = std::max(g[at].second, now + h.a);
+        try_start(next);
+      }
     }
     try_start(e);
   };
@@ -207,6 +233,13 @@ std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeSha
   static std::map<std::vector<double>, std::vector<std::vector<double>>> cache;
   std::vector<double> key{static_cast<double>(shape), static_cast<double>(count),
                           static_cast<double>(hops.links)};
+  for (const auto& channel : hops.feeds) {
+    key.push_back(-2);  // a dag's structure
+    for (const auto& f : channel) {
+      key.push_back(-3);
+      for (const int j : f) key.push_back(j);
+    }
+  }
   for (const auto& channel : hops.hops) {
     key.push_back(-1);  // channel separator
     for (const PipeHop& h : channel) {

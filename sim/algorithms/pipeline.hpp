@@ -34,6 +34,9 @@ struct PipeHops {
   std::vector<std::vector<PipeHop>> hops;
   int links = 0;
   int shared_links = 0;  // links numbered in PipeHop::uses
+  // PipeShape::dag: feeds[c][i], the hops of channel c that need block k of hop i before they send
+  // their own block k (a tree's reduction waits for every child, its broadcast for the parent).
+  std::vector<std::vector<std::vector<int>>> feeds;
   // Whether a hop crosses two or more links that other flows of the collective share.
   bool multi_link() const {
     for (const auto& channel : hops)
@@ -73,6 +76,7 @@ inline constexpr double kMaxMinBudget = 1e8;
 enum class PipeShape {
   ring,   // hop i's block s waits for hop i-1's block s-1 (mod n); count = steps
   chain,  // hop i's block k waits for hop i-1's block k; hop 0 waits for nothing; count = chunks
+  dag,    // hop i's block k waits for block k of each hop that feeds it (PipeHops::feeds); count = chunks
 };
 
 // Each hop's end: when its last block has arrived (sent + a), for every channel ([c][i]). Every hop

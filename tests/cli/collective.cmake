@@ -54,3 +54,15 @@ commstack_cli_error_test(NAME collective.bad_size_suffix
 commstack_cli_test(NAME collective.stack_csv
   ARGS collective --cluster dgx-h100 --nodes 2 --op allgather -b 1G -e 1G --format csv
   MATCH "allgather,16,1073741824,16777216,float,none,-1,[0-9.]+,[0-9.]+,[0-9.]+,-,0,0,Ring,Simple,16\n")
+
+# NCCL's Tree on the fabric (--profile none --algo tree): 4 DGX H100 nodes, 1 GiB. The double
+# binary tree sends 2 S through some node's 8 NICs of 50 GB/s (a 5369 us bound); pinned value.
+commstack_cli_test(NAME collective.tree_allreduce_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 4 --algo tree --min-bytes 1G --max-bytes 1G
+  MATCH "NCCL's double binary tree[^\n]*\n.*  1073741824     268435456     float     sum      -1   5442.6  197.29  382.24    N/A")
+commstack_cli_error_test(NAME collective.tree_not_allgather
+  ARGS collective --profile none --cluster dgx-h100 --algo tree --op allgather
+  MATCH "--algo tree: the tree algorithm runs all-reduce only")
+commstack_cli_error_test(NAME collective.fabric_algo_unknown
+  ARGS collective --profile none --cluster dgx-h100 --algo nvls
+  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring or tree, not 'nvls'")

@@ -48,7 +48,7 @@ commstack_cli_test(NAME stack_collective_forced_ring
   MATCH "1073741824 Ring/Simple/16")
 commstack_cli_error_test(NAME stack_collective_breakdown_needs_profile
   ARGS collective --cluster dgx-h100 --nodes 1 --breakdown --profile none
-  MATCH "commstack: error: --breakdown/--algo.* need the stack model: drop --profile none")
+  MATCH "commstack: error: --breakdown/--proto.* need the stack model: drop --profile none")
 # The calibrated stack model is the default: the header names the profile and NCCL's selection.
 commstack_cli_test(NAME stack_collective_default_profile
   ARGS collective --cluster dgx-h100 --nodes 2 -b 1G -e 1G --breakdown

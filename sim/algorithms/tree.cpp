@@ -1,0 +1,185 @@
+// All-reduce as NCCL's Tree runs it (src/graph/connect.cc, src/device/all_reduce.h): every
+// channel's data is reduced up a tree to its root and broadcast back down, chunk by chunk, the two
+// directions pipelined together (NCCL's Simple tree kernel splits its warps between them). Across
+// nodes the tree is NCCL's double binary tree (select/nccl_trees.hpp): even channels use the first
+// tree, odd channels the second, so each node is an inner node of at most one of them. Inside a
+// node the GPUs form a chain in the channel's order; its first GPU talks to the parent node and to
+// the second child node, its second GPU to the first child node (NCCL's balanced tree pattern,
+// which spreads a node's network traffic over two GPUs and thus two NICs).
+#include <algorithm>
+#include <vector>
+
+#include "sim/algorithms/detail.hpp"
+#include "sim/algorithms/pipeline.hpp"
+#include "sim/select/nccl_trees.hpp"
+
+namespace commstack::sim::detail {
+
+namespace {
+
+// One channel's tree: the hops (sender, receiver) of the reduction (every rank but the root to its
+// parent) then of the broadcast (each parent back to the rank), and which hops each one feeds.
+struct ChannelTree {
+  std::vector<std::pair<int, int>> hops;
+  std::vector<std::vector<int>> feeds;
+};
+
+ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int>& ranks, int channel) {
+  // The channel's order (channel_ring: nodes in order of first appearance, each node's GPUs
+  // rotated by the channel), cut into nodes: consecutive channels put their network ends on
+  // different GPUs, so the channels spread over every NIC, as NCCL's tree graph spreads its
+  // channels (each of which it runs on both trees).
+  const std::vector<int> order = channel_ring(topo, ranks, channel);
+  std::vector<std::vector<int>> nodes;
+  int last_node = -1;
+  for (const int g : order) {
+    const int node = topo.vertex(topo.gpu_vertex(g)).node;
+    if (nodes.empty() || node != last_node) nodes.emplace_back();
+    nodes.back().push_back(g);
+    last_node = node;
+  }
+  const int N = static_cast<int>(nodes.size());
+  const int tree = channel % 2;
+  std::vector<int> parent(order.size(), -1);  // by position in `order`
+  std::vector<int> first;                     // position of each node's first GPU
+  for (int v = 0, pos = 0; v < N; pos += static_cast<int>(nodes[static_cast<std::size_t>(v)].size()), ++v)
+    first.push_back(pos);
+  for (int v = 0; v < N; ++v) {
+    const auto& members = nodes[static_cast<std::size_t>(v)];
+    const int at = first[static_cast<std::size_t>(v)];
+    for (int i = 1; i < static_cast<int>(members.size()); ++i)
+      parent[static_cast<std::size_t>(at + i)] = at + i - 1;
+    const select::TreeLinks links = select::nccl_dtree(N, v)[static_cast<std::size_t>(tree)];
+    if (links.up < 0) continue;
+    // The parent node's GPU for this child: its second GPU for its first child, its first GPU for
+    // its second child (one-GPU nodes: the only one).
+    const int u = links.up;
+    const bool first_child = select::nccl_dtree(N, u)[static_cast<std::size_t>(tree)].down[0] == v;
+    const int size_u = static_cast<int>(nodes[static_cast<std::size_t>(u)].size());
+    parent[static_cast<std::size_t>(at)] =
+        first[static_cast<std::size_t>(u)] + (first_child ? std::min(1, size_u - 1) : 0);
+  }
+  // Hop numbering: reduction hop of position p at up[p], broadcast hop at down[p].
+  const int n = static_cast<int>(order.size());
+  std::vector<int> up(static_cast<std::size_t>(n), -1), down(static_cast<std::size_t>(n), -1);
+  ChannelTree t;
+  for (int p = 0; p < n; ++p)
+    if (parent[static_cast<std::size_t>(p)] >= 0) {
+      up[static_cast<std::size_t>(p)] = static_cast<int>(t.hops.size());
+      t.hops.emplace_back(order[static_cast<std::size_t>(p)],
+                          order[static_cast<std::size_t>(parent[static_cast<std::size_t>(p)])]);
+    }
+  for (int p = 0; p < n; ++p)
+    if (parent[static_cast<std::size_t>(p)] >= 0) {
+      down[static_cast<std::size_t>(p)] = static_cast<int>(t.hops.size());
+      t.hops.emplace_back(order[static_cast<std::size_t>(parent[static_cast<std::size_t>(p)])],
+                          order[static_cast<std::size_t>(p)]);
+    }
+  t.feeds.resize(t.hops.size());
+  const int root = static_cast<int>(std::find(parent.begin(), parent.end(), -1) - parent.begin());
+  for (int p = 0; p < n; ++p) {
+    const int q = parent[static_cast<std::size_t>(p)];
+    if (q < 0) continue;
+    auto& from_up = t.feeds[static_cast<std::size_t>(up[static_cast<std::size_t>(p)])];
+    if (q != root) {
+      // A chunk goes on up once every child's part of it has arrived.
+      from_up.push_back(up[static_cast<std::size_t>(q)]);
+    } else {
+      // At the root the chunk is fully reduced once every child's part arrived: it goes down to all.
+      for (int r = 0; r < n; ++r)
+        if (parent[static_cast<std::size_t>(r)] == root) from_up.push_back(down[static_cast<std::size_t>(r)]);
+    }
+    // A rank forwards each chunk it receives from its parent to its children.
+    for (int r = 0; r < n; ++r)
+      if (parent[static_cast<std::size_t>(r)] == p)
+        t.feeds[static_cast<std::size_t>(down[static_cast<std::size_t>(p)])].push_back(
+            down[static_cast<std::size_t>(r)]);
+  }
+  return t;
+}
+
+// Step and edge levels: one flow per hop carrying all K chunks, timed like the chains'
+// (chain.cpp): the chunk level's pipeline run outside SimGrid, or beyond its budget each hop's
+// longest path of uncontended chunk times plus K - 1 of the channel's slowest shared chunk time.
+void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+                     const std::vector<ChannelTree>& trees, double chunk, int K) {
+  std::vector<std::vector<topologies::Path>> paths;
+  for (const auto& t : trees) {
+    auto& mine = paths.emplace_back();
+    for (const auto& [src, dst] : t.hops) mine.push_back(topo.route(src, dst));
+  }
+  PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  for (const auto& t : trees) ph.feeds.push_back(t.feeds);
+  const std::size_t hops = trees.front().hops.size();
+  const bool run = static_cast<double>(hops) * K * static_cast<double>(trees.size()) <= kPipelineBudget;
+  const auto ends = run ? pipeline_hop_ends(ph, PipeShape::dag, K) : std::vector<std::vector<double>>{};
+  for (std::size_t c = 0; c < trees.size(); ++c) {
+    std::vector<double> end(hops, 0.0);
+    if (run) {
+      end = ends[c];
+    } else {
+      // Longest path to each hop's first chunk's arrival, in an order where feeders come first.
+      std::vector<int> waiting(hops, 0);
+      for (const auto& f : trees[c].feeds)
+        for (const int j : f) ++waiting[static_cast<std::size_t>(j)];
+      std::vector<std::size_t> ready;
+      std::vector<double> start(hops, 0.0);
+      for (std::size_t i = 0; i < hops; ++i)
+        if (waiting[i] == 0) ready.push_back(i);
+      const double slowest = ph.max_t[c];
+      while (!ready.empty()) {
+        const std::size_t i = ready.back();
+        ready.pop_back();
+        const PipeHop& h = ph.hops[c][i];
+        const double first_arrival = start[i] + h.t0 + h.a;
+        end[i] = first_arrival + (K - 1) * slowest;
+        for (const int j : trees[c].feeds[i]) {
+          auto& sj = start[static_cast<std::size_t>(j)];
+          sj = std::max(sj, first_arrival);
+          if (--waiting[static_cast<std::size_t>(j)] == 0) ready.push_back(static_cast<std::size_t>(j));
+        }
+      }
+    }
+    for (std::size_t i = 0; i < hops; ++i) {
+      const PipeHop& h = ph.hops[c][i];
+      add_pipelined_flow(graph, spec, trees[c].hops[i].first, trees[c].hops[i].second, chunk * K, end[i],
+                         K * h.t0 * h.share);
+    }
+  }
+}
+
+}  // namespace
+
+void add_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
+              int chunks) {
+  if (spec.ranks.size() < 2) return;
+  const int K = chunks;
+  const double chunk = spec.bytes / spec.channels / K;
+  std::vector<ChannelTree> trees;
+  for (int c = 0; c < spec.channels; ++c) trees.push_back(channel_tree(topo, spec.ranks, c));
+  if (level != Fidelity::chunk) {
+    add_coarse_tree(graph, topo, spec, trees, chunk, K);
+    return;
+  }
+  for (const auto& t : trees) {
+    const int base = graph.size();
+    auto id = [&](std::size_t hop, int k) { return base + static_cast<int>(hop) * K + k; };
+    for (const auto& [src, dst] : t.hops)
+      for (int k = 0; k < K; ++k) {
+        Flow f;
+        f.src = src;
+        f.dst = dst;
+        f.bytes = chunk;
+        f.extra_latency_s = spec.step_overhead_s;
+        f.group = spec.group;
+        graph.add_flow(f);
+      }
+    for (std::size_t i = 0; i < t.hops.size(); ++i)
+      for (int k = 0; k < K; ++k) {
+        if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k), Dep::sent);
+        for (const int j : t.feeds[i]) graph.add_dependency(id(i, k), id(static_cast<std::size_t>(j), k));
+      }
+  }
+}
+
+}  // namespace commstack::sim::detail
