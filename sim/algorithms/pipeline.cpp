@@ -56,12 +56,14 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   using Event = std::tuple<double, int, std::size_t, long>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
 
-  // A chain whose hops cross several shared links, within the budget of the max-min solves
+  // A chain or tree whose hops cross several shared links, within the budget of the max-min solves
   // (pipeline.hpp, link_sharing.hpp); beyond it, processor sharing of each hop's busiest link.
+  // Rings keep processor sharing: their channels run in lock-step, so the flows on a hop's links
+  // come and go together and the busiest link alone sets the share (the edge level within 0.6% of
+  // the step level, docs/simulator.md).
   std::optional<LinkSharing> sharing;
-  const double width = static_cast<double>(F) + ph.shared_links;
-  if (shape != PipeShape::ring && ph.multi_link() && width <= kMaxMinWidth &&
-      static_cast<double>(F) * count * width <= kMaxMinBudget)
+  if (shape != PipeShape::ring && ph.multi_link() &&
+      static_cast<double>(F) * count * (static_cast<double>(F) + ph.shared_links) <= kMaxMinBudget)
     sharing.emplace(ph);
   auto schedule = [&](double at, std::size_t e, long version) { events.emplace(at, 3, e, version); };
   auto advance = [](Link& l, double now) {

@@ -63,14 +63,12 @@ inline constexpr double kPipelineBudget = 4e6;
 // flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
 inline constexpr double kSameFinish = 1e-9;
 
-// A chain whose hops cross several shared links gets them shared max-min fairly (SimGrid's sharing,
-// link_sharing.hpp) where the solves cost less than the chunk level would: each block's start and
-// end solves over every block in flight and link, about 20 ns per (block, hop or link), against
-// 5-15 us per chunk-level flow in SimGrid. So up to kMaxMinWidth hops and shared links (a 72-GPU
-// NVL72 chain on 4 channels has 428; 16 DGX H100 nodes on 8 channels 1600) and kMaxMinBudget
-// visits in all (about 2 s: a 1 GiB NVL72 broadcast takes 1.4 s, its chunk level 2 s). Beyond
-// them, processor sharing of each hop's busiest link.
-inline constexpr double kMaxMinWidth = 512;
+// A chain or tree whose hops cross several shared links gets them shared max-min fairly (SimGrid's
+// sharing, link_sharing.hpp) up to this many (block, hop in flight or shared link) visits: each
+// block's start and end solves over every hop in flight and link, at about 20 ns per visit, so at
+// most ~2 s (a 1 GiB NVL72 broadcast 1.4 s, its chunk level 2.0 s; a 256 MiB tree all-reduce on 5
+// HGX B200 nodes 0.3 s, its chunk level 0.4 s). Beyond it, processor sharing of each hop's busiest
+// link (within 0.5% of the chunk level at 1 GiB on NVL72, 5 B200 and 7 A100 nodes).
 inline constexpr double kMaxMinBudget = 1e8;
 
 enum class PipeShape {
