@@ -68,6 +68,7 @@ void add_chain(FlowGraph& graph, const topologies::Topology& topo, const Collect
     std::size_t r0 = 0;
     while (ring[r0] != root_gpu) ++r0;
     std::vector<int> chain;
+    chain.reserve(static_cast<std::size_t>(n) + 1);
     for (int i = 0; i < n; ++i) chain.push_back(ring[(r0 + static_cast<std::size_t>(i)) % ring.size()]);
     if (spec.op == CollectiveOp::reduce) {
       chain.erase(chain.begin());

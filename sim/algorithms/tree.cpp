@@ -47,8 +47,8 @@ ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int
   for (int v = 0; v < N; ++v) {
     const auto& members = nodes[static_cast<std::size_t>(v)];
     const int at = first[static_cast<std::size_t>(v)];
-    for (int i = 1; i < static_cast<int>(members.size()); ++i)
-      parent[static_cast<std::size_t>(at + i)] = at + i - 1;
+    for (std::size_t i = 1; i < members.size(); ++i)
+      parent[static_cast<std::size_t>(at) + i] = at + static_cast<int>(i) - 1;
     const select::TreeLinks links = select::nccl_dtree(N, v)[static_cast<std::size_t>(tree)];
     if (links.up < 0) continue;
     // The parent node's GPU for this child: its second GPU for its first child, its first GPU for
@@ -156,6 +156,7 @@ void add_tree(FlowGraph& graph, const topologies::Topology& topo, const Collecti
   const int K = chunks;
   const double chunk = spec.bytes / spec.channels / K;
   std::vector<ChannelTree> trees;
+  trees.reserve(static_cast<std::size_t>(spec.channels));
   for (int c = 0; c < spec.channels; ++c) trees.push_back(channel_tree(topo, spec.ranks, c));
   if (level != Fidelity::chunk) {
     add_coarse_tree(graph, topo, spec, trees, chunk, K);

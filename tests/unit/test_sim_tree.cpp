@@ -66,8 +66,7 @@ TEST_CASE("sim tree: 4 DGX H100 nodes reach the double binary tree's network bou
   REQUIRE(select::nccl_dtree_max_egress(4) == doctest::Approx(2.0));
   const double S = 1073741824.0;
   const double bound = select::nccl_dtree_max_egress(4) * S / (8 * 50e9);
-  std::vector<int> ranks;
-  for (int r = 0; r < topo.gpu_count(); ++r) ranks.push_back(r);
+  const std::vector<int> ranks = testing::iota_ranks(topo.gpu_count());
   const double t = run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::automatic));
   CHECK(t >= bound);
   CHECK(t <= bound * 1.02);
@@ -80,8 +79,7 @@ TEST_CASE("sim tree: the step and edge levels follow the chunk level (DGX H100, 
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
   Simulator sim(topo);  // one per process: the 2-node communicator is the first two nodes
   for (const int nodes : {2, 4}) {
-    std::vector<int> ranks;
-    for (int r = 0; r < 8 * nodes; ++r) ranks.push_back(r);
+    const std::vector<int> ranks = testing::iota_ranks(8 * nodes);
     for (const double mib : {1.0, 16.0, 256.0}) {
       const double S = mib * 1024 * 1024;
       const double chunk = run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::chunk));
@@ -100,8 +98,7 @@ TEST_CASE("sim tree: one channel is NCCL's tree: 2 (N-1) network hops, a node's 
   // network once per node but the root, and NCCL's balanced pattern puts a node's parent (and its
   // second child) on its first GPU and its first child on its second.
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
-  std::vector<int> ranks;
-  for (int r = 0; r < topo.gpu_count(); ++r) ranks.push_back(r);
+  const std::vector<int> ranks = testing::iota_ranks(topo.gpu_count());
   FlowGraph g;
   const CollectivePlan plan =
       add_collective(g, topo, tree_allreduce(ranks, 4.0 * 1024 * 1024, 1, 512.0 * 1024, Fidelity::chunk));
@@ -142,8 +139,7 @@ TEST_CASE("sim tree: odd node counts and shared NVSwitch ports (5 HGX B200 nodes
   // max-min fairly (link_sharing.cpp); the busiest link alone was -12.7% at 16 MiB.
   const auto topo = topologies::build_topology(topologies::load_cluster("hgx-b200"), 5);
   Simulator sim(topo);
-  std::vector<int> ranks;
-  for (int r = 0; r < topo.gpu_count(); ++r) ranks.push_back(r);
+  const std::vector<int> ranks = testing::iota_ranks(topo.gpu_count());
   for (const double mib : {1.0, 16.0, 64.0}) {
     const double S = mib * 1024 * 1024;
     const double chunk = run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::chunk));
