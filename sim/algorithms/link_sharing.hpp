@@ -1,7 +1,7 @@
 #pragma once
-// Internal to sim/algorithms: how a chain pipeline's blocks in flight share links that several of
-// them cross, when a hop crosses two or more such links with different flows on each (a sender's
-// and a receiver's NVSwitch port, chains of different orders). One queue per link (processor
+// Internal to sim/algorithms: how a chain's or tree's pipeline blocks in flight share links that
+// several of them cross, when a hop crosses two or more such links with different flows on each (a
+// sender's and a receiver's NVSwitch port, channels of different orders). One queue per link (processor
 // sharing, pipeline.cpp) cannot hold this: a flow's share of one link depends on its other links.
 // The blocks share the links max-min fairly, as SimGrid shares the chunk level's flows, recomputed
 // once per instant at which blocks start or are sent.
@@ -15,8 +15,8 @@ namespace commstack::sim::detail {
 
 class LinkSharing {
  public:
-  // The solve is over every block in flight: through the chains' different orders one link's flows
-  // reach every other link. It costs about (blocks in flight + links) per instant, hence
+  // The solve is over every block in flight: through the channels' different orders one link's
+  // flows reach every other link. It costs about (blocks in flight + links) per instant, hence
   // kMaxMinBudget (pipeline.hpp).
   explicit LinkSharing(const PipeHops& ph);
 
