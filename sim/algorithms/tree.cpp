@@ -76,7 +76,16 @@ ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int
                           order[static_cast<std::size_t>(p)]);
     }
   t.feeds.resize(t.hops.size());
-  const int root = static_cast<int>(std::find(parent.begin(), parent.end(), -1) - parent.begin());
+  // Each position's children, in order (one pass: at 16384 GPUs a scan per rank is 10^9 steps).
+  std::vector<std::vector<int>> children(static_cast<std::size_t>(n));
+  int root = -1;
+  for (int p = 0; p < n; ++p) {
+    const int q = parent[static_cast<std::size_t>(p)];
+    if (q < 0)
+      root = p;
+    else
+      children[static_cast<std::size_t>(q)].push_back(p);
+  }
   for (int p = 0; p < n; ++p) {
     const int q = parent[static_cast<std::size_t>(p)];
     if (q < 0) continue;
@@ -86,14 +95,13 @@ ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int
       from_up.push_back(up[static_cast<std::size_t>(q)]);
     } else {
       // At the root the chunk is fully reduced once every child's part arrived: it goes down to all.
-      for (int r = 0; r < n; ++r)
-        if (parent[static_cast<std::size_t>(r)] == root) from_up.push_back(down[static_cast<std::size_t>(r)]);
+      for (const int r : children[static_cast<std::size_t>(root)])
+        from_up.push_back(down[static_cast<std::size_t>(r)]);
     }
     // A rank forwards each chunk it receives from its parent to its children.
-    for (int r = 0; r < n; ++r)
-      if (parent[static_cast<std::size_t>(r)] == p)
-        t.feeds[static_cast<std::size_t>(down[static_cast<std::size_t>(p)])].push_back(
-            down[static_cast<std::size_t>(r)]);
+    for (const int r : children[static_cast<std::size_t>(p)])
+      t.feeds[static_cast<std::size_t>(down[static_cast<std::size_t>(p)])].push_back(
+          down[static_cast<std::size_t>(r)]);
   }
   return t;
 }
