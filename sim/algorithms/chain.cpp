@@ -26,11 +26,14 @@ void add_coarse_chains(FlowGraph& graph, const topologies::Topology& topo, const
     for (int i = 0; i < edges; ++i)
       mine.push_back(topo.route(chain[static_cast<std::size_t>(i)], chain[static_cast<std::size_t>(i) + 1]));
   }
-  const PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  std::vector<std::vector<int>> next(static_cast<std::size_t>(edges));  // hop i feeds hop i+1
+  for (int i = 0; i + 1 < edges; ++i) next[static_cast<std::size_t>(i)] = {i + 1};
+  ph.feeds.assign(chains.size(), next);
   const bool run = static_cast<double>(edges) * K * static_cast<double>(chains.size()) <= kPipelineBudget;
   // The chunk level's pipeline: chunk k crosses edge i once it arrived over edge i-1 and chunk k-1
   // was sent over edge i, sharing each edge's busiest link with the chains' flows on it.
-  const auto ends = run ? pipeline_hop_ends(ph, PipeShape::chain, K) : std::vector<std::vector<double>>{};
+  const auto ends = run ? pipeline_hop_ends(ph, PipeShape::dag, K) : std::vector<std::vector<double>>{};
   for (std::size_t c = 0; c < chains.size(); ++c) {
     // Beyond the budget, a flow shop of uncontended edges: identical chunks through edges with
     // per-chunk times p_j and latencies a_j finish edge i at sum_{j<=i} (a_j + p_j) + (K-1)

@@ -29,7 +29,8 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   std::vector<int> block(F, 0);      // the block this hop sends next (or is sending)
   std::vector<char> busy(F, 0);      // starting or sending
   std::vector<double> sent(F, 0.0);  // when this hop finished sending its last block
-  // Arrival times of the predecessor's blocks this hop waits for, in order, and how many it used.
+  // ring: arrival times of the predecessor's blocks this hop waits for, in order, and how many it
+  // used.
   std::vector<std::vector<double>> inbox(F);
   // dag: per hop, for each block from the first not yet started, how many of its feeding hops have
   // delivered it and when the last did; and how many hops feed it.
@@ -76,19 +77,17 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
     if (l.queue.empty()) return;
     events.emplace(now + (l.queue.front().first - l.vtime) * l.active, 0, li, l.version);
   };
-  // A ring's first step and a chain's first hop wait for no predecessor.
-  auto needs_input = [&](std::size_t e) { return shape == PipeShape::ring ? block[e] > 0 : e % n != 0; };
   auto try_start = [&](std::size_t e) {
     if (busy[e] || block[e] >= count) return;
     double at = sent[e];
     if (shape == PipeShape::dag) {
-      if (fed_by[e] > 0) {
+      if (fed_by[e] > 0) {  // a chain's first hop, a tree's leaves wait for nothing
         auto& g = gathered[e];
         if (g.empty() || g.front().first < fed_by[e]) return;
         at = std::max(at, g.front().second);
         g.pop_front();
       }
-    } else if (needs_input(e)) {
+    } else if (block[e] > 0) {  // a ring's first step waits for nothing
       if (used[e] == static_cast<int>(inbox[e].size())) return;
       at = std::max(at, inbox[e][static_cast<std::size_t>(used[e]++)]);
     }
@@ -103,14 +102,10 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
     const int b = block[e]++;
     if (b == count - 1) end[c][i] = now + h.a;
     if (marked != nullptr && b == mark - 1) (*marked)[c] = std::max((*marked)[c], now + h.a);
-    // The successor's next block needs this one: a ring's block s feeds step s+1 of the next hop
-    // (around the ring), a chain's block k feeds block k of the next hop (none after the last).
+    // The successors' next block needs this one: a ring's block s feeds step s+1 of the next hop
+    // (around the ring), a dag's block k feeds block k of the hops it feeds.
     if (shape == PipeShape::ring && b < count - 1) {
       const std::size_t next = c * n + (i + 1) % n;
-      inbox[next].push_back(now + h.a);
-      try_start(next);
-    } else if (shape == PipeShape::chain && i + 1 < n) {
-      const std::size_t next = e + 1;
       inbox[next].push_back(now + h.a);
       try_start(next);
     } else if (shape == PipeShape::dag) {

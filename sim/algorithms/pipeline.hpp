@@ -1,9 +1,10 @@
 #pragma once
-// Internal to sim/algorithms: the step level's pipeline of a ring or chain collective, run outside
-// SimGrid so that the coarse levels (one flow per edge carrying every step or chunk) can end where
-// the fine ones do. Each hop's transfer is its busiest link shared equally by the collective's
-// flows on it at each instant (processor sharing); every other link and every other collective's
-// contention is left to SimGrid, which moves the coarse flows' bytes.
+// Internal to sim/algorithms: the step level's pipeline of a ring, chain or tree collective, run
+// outside SimGrid so that the coarse levels (one flow per edge carrying every step or chunk) can
+// end where the fine ones do. Each hop's transfer is its busiest link shared equally by the
+// collective's flows on it at each instant (processor sharing), or, for chains and trees whose hops
+// cross several shared links, all of them max-min fairly (link_sharing.hpp); every other
+// collective's contention is left to SimGrid, which moves the coarse flows' bytes.
 #include <vector>
 
 #include "topologies/topology.hpp"
@@ -35,7 +36,8 @@ struct PipeHops {
   int links = 0;
   int shared_links = 0;  // links numbered in PipeHop::uses
   // PipeShape::dag: feeds[c][i], the hops of channel c that need block k of hop i before they send
-  // their own block k (a tree's reduction waits for every child, its broadcast for the parent).
+  // their own block k (a chain's next hop; a tree's reduction waits for every child, its broadcast
+  // for the parent).
   std::vector<std::vector<std::vector<int>>> feeds;
   // Whether a hop crosses two or more links that other flows of the collective share.
   bool multi_link() const {
@@ -72,13 +74,14 @@ inline constexpr double kSameFinish = 1e-9;
 inline constexpr double kMaxMinBudget = 1e8;
 
 enum class PipeShape {
-  ring,   // hop i's block s waits for hop i-1's block s-1 (mod n); count = steps
-  chain,  // hop i's block k waits for hop i-1's block k; hop 0 waits for nothing; count = chunks
-  dag,    // hop i's block k waits for block k of each hop that feeds it (PipeHops::feeds); count = chunks
+  ring,  // hop i's block s waits for hop i-1's block s-1 (mod n); count = steps
+  // hop i's block k waits for block k of each hop that feeds it (PipeHops::feeds: a chain's hop i
+  // feeds hop i+1, a tree's reduction waits for every child); count = chunks
+  dag,
 };
 
 // Each hop's end: when its last block has arrived (sent + a), for every channel ([c][i]). Every hop
-// sends its first block as soon as it may, the first ring step or chain hop at time 0; a hop sends
+// sends its first block as soon as it may, the first ring step or unfed dag hop at time 0; a hop sends
 // one block at a time. Runs about 0.35 s per million (hop, block) pairs; results are cached for
 // sibling groups of the same shape.
 std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count);
