@@ -89,10 +89,6 @@ Fidelity fidelity_from_string(const std::string& name) {
   throw InputError(fmt::format("--fidelity: unknown level '{}'; expected one of auto, chunk, step, edge", name));
 }
 
-std::string to_string(Algorithm a) {
-  return a == Algorithm::tree ? "tree" : "ring";
-}
-
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
   std::string lower;
   for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -181,12 +177,11 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
 
 namespace detail {
 
-const std::pair<double, double>& RouteInfo::get(int src, int dst) {
+double RouteInfo::latency(int src, int dst) {
   auto key = std::make_pair(src, dst);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  const auto path = topo_.route(src, dst);
-  return cache_.emplace(key, std::make_pair(topo_.path_latency(path), topo_.path_bandwidth(path))).first->second;
+  return cache_.emplace(key, topo_.path_latency(topo_.route(src, dst))).first->second;
 }
 
 void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, int dst, double bytes,

@@ -25,7 +25,6 @@ Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 // channel's ring) or NCCL's Tree (a reduction up and a broadcast down, pipelined by chunks, over the
 // double binary tree across nodes and a chain inside each node). Every other op has one pattern.
 enum class Algorithm { ring, tree };
-std::string to_string(Algorithm a);
 // "ring" / "tree", any case (NCCL_ALGO's names); throws InputError naming `flag`.
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
 

@@ -10,17 +10,15 @@
 
 namespace commstack::sim::detail {
 
-// Route latency and narrowest-link bandwidth between GPU ranks, each route computed once.
+// Route latency between GPU ranks, each route computed once.
 class RouteInfo {
 public:
   explicit RouteInfo(const topologies::Topology& topo) : topo_(topo) {}
-  double latency(int src, int dst) { return get(src, dst).first; }
-  double bandwidth(int src, int dst) { return get(src, dst).second; }
+  double latency(int src, int dst);
 
-private:
-  const std::pair<double, double>& get(int src, int dst);
+ private:
   const topologies::Topology& topo_;
-  std::map<std::pair<int, int>, std::pair<double, double>> cache_;
+  std::map<std::pair<int, int>, double> cache_;
 };
 
 // Number of pipeline chunks when `bytes` per channel step are cut into `chunk_bytes` pieces.
