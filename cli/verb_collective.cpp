@@ -221,12 +221,17 @@ void run(const CollectiveOptions& o) {
       sim::set_bandwidths(p, op, n);
       points.push_back(p);
       const auto& b = pr.breakdown;
-      breakdown_lines.push_back(fmt::format(
-          "# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport {:.2f} protocol {:.2f} "
-          "contention {:.2f} = {:.2f} us",
-          p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
-          b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6,
-          b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6));
+      breakdown_lines.push_back(
+          fmt::format("# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport "
+                      "{:.2f} protocol {:.2f} "
+                      "contention {:.2f} = {:.2f} us{}",
+                      p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
+                      b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6,
+                      b.transport_s * 1e6, b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6,
+                      // Where the fabric is slower than the NICs for this pattern, say by how much.
+                      pr.contention_factor > 1.0
+                          ? fmt::format(" (fabric {:.3f}x slower than the NICs)", pr.contention_factor)
+                          : ""));
       continue;
     }
     if (p.size.bytes > 0) {

@@ -25,6 +25,7 @@ struct Vertex {
   int node = -1;     // node index for devices inside a node, -1 for fabric devices
   int local = -1;    // index inside the node (GPU i, NIC i), or inside its tier for switches
   int tier = 0;      // 0 = inside a node; 1 = leaf / ToR / torus router; 2 = spine; 3 = core
+  int group = -1;    // dragonfly group of a router (links between groups are global), -1 elsewhere
 };
 
 enum class LinkKind { nvlink, pcie, network };

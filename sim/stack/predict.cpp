@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -85,6 +87,22 @@ struct Resources {
   double eta_inter = 1;
 };
 
+// The network traffic pattern of a call, for the contention layer; none where the network is not
+// crossed by point-to-point flows of the GPUs' NICs (CollNet reduces in the switches).
+std::optional<NetPattern> net_pattern(Algo algo, CollectiveOp op, bool p2p) {
+  if (p2p) return op == CollectiveOp::alltoall ? NetPattern::alltoall : NetPattern::boundary;
+  switch (algo) {
+    case Algo::ring: return NetPattern::ring;
+    case Algo::pat: return NetPattern::pat;
+    case Algo::tree:
+    case Algo::nvls:
+    case Algo::nvls_tree: return NetPattern::tree;
+    case Algo::collnet_direct:
+    case Algo::collnet_chain: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
@@ -137,7 +155,9 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
     throw InputError(fmt::format("--gpus-per-thread: expected 1..{} (the GPUs of one node one host thread drives, "
                                  "nccl-tests -g), got {}",
                                  gpus_per_node, knobs_.gpus_per_thread));
-  const topologies::Topology topo = topologies::build_topology(spec, nodes, gpus_per_node);
+  const auto topo_ptr =
+      std::make_shared<const topologies::Topology>(topologies::build_topology(spec, nodes, gpus_per_node));
+  const topologies::Topology& topo = *topo_ptr;
   geo_.ranks = nodes * gpus_per_node;
   geo_.nodes = nodes;
   geo_.gpus_per_node = gpus_per_node;
@@ -171,6 +191,7 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   geo_.nic_gpu_Bps = nic_gpu0 > 0 ? nic_gpu0 : (used > 0 ? nic_node / gpus_per_node : 0);
   if (geo_.local_ranks > 1) geo_.route_latency_intra_s = topo.path_latency(topo.route(0, 1));
   if (geo_.nccl_nodes > 1) geo_.route_latency_inter_s = topo.path_latency(topo.route(0, geo_.local_ranks));
+  contention_.emplace(topo_ptr, DomainLayout{geo_.nccl_nodes, geo_.local_ranks});
   shape_ = comm_shape(geo_, knobs_);
   tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
 }
@@ -359,9 +380,6 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   Breakdown& b = out.breakdown;
   if (n > 1) {
     const double line = std::min(res.intra_Bps, res.inter_Bps);
-    const double intra_achieved = res.intra_Bps * res.eta_intra;
-    const double inter_achieved = res.inter_Bps * res.eta_inter;
-    const double transported = std::min(intra_achieved, inter_achieved);
     // A P2P channel splits its warps between its send and its receive (src/device/sendrecv.h), so
     // each direction gets half of what a channel copies; a ring channel's warps move its bytes in
     // one recv-reduce-send pass.
@@ -370,10 +388,53 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         !p2p && algo == Algo::tree && proto == Proto::ll ? protocol::kTreeLlChannelShare : 1.0;
     const double channels_Bps = p2p_share * tree_ll_share * nch * cap_param(profile, proto) * 1e9;
     const double wire = protocol::wire_efficiency(proto);
-    const double capped = std::min(transported * wire, channels_Bps);
     const double total_steps = steps.intra + steps.inter + steps.nvls;
     const double chunks = std::ceil(S_bus / (nch * out.chunk_bytes));
     const double extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps));
+    // The layers above the line rate, with the network stage slowed by `contention` (>= 1, the
+    // fabric's share of the pattern's links, fabric_contention.hpp).
+    struct Rates {
+      double transport_s = 0, protocol_s = 0, achievable_Bps = 0;
+    };
+    const auto rates = [&](double contention) {
+      Rates r;
+      const double intra_achieved = res.intra_Bps * res.eta_intra;
+      const double inter_achieved = res.inter_Bps * res.eta_inter / contention;
+      const double transported = std::min(intra_achieved, inter_achieved);
+      const double capped = std::min(transported * wire, channels_Bps);
+      r.transport_s = S_bus / transported - S_bus / line;
+      // The per-chunk FIFO sync is GPU work, in series with the GPU's copies. When the network is
+      // the slower stage of the pipeline (GPU copies -> proxy -> NIC), the GPU stage has slack and
+      // its syncs hide behind the NIC: only what the GPU stage takes beyond the NIC stage shows.
+      double sync_s = extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
+      if (inter_achieved < intra_achieved) {
+        const double gpu_Bps = std::min(intra_achieved * wire, channels_Bps);
+        sync_s = std::max(0.0, S_bus / gpu_Bps + sync_s - S_bus / capped);
+      }
+      r.protocol_s = (S_bus / capped - S_bus / transported) + sync_s;
+      if (!p2p && (algo == Algo::nvls || algo == Algo::nvls_tree)) {
+        // NVLS pipeline fill. One loop of the NVLS kernel gives every (channel, head) pair a chunk;
+        // a chunk goes through the stages of the loop one after the other: the reduction in the
+        // switch (multimem.ld_reduce), across domains one network hop up and one down per tree level
+        // (NVLSTree: the heads' sends and receives), and the multicast (multimem.st). Loop k+1
+        // enters a stage as loop k leaves it, so a call takes loops + stages - 1 loop-times: one
+        // loop's bytes at the achieved rate per stage beyond the first, on top of the bandwidth term.
+        // On one node (2 stages) this is what makes the H100 busbw jump where NCCL doubles the NVLS
+        // chunk (1 GiB on 8 GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync alone
+        // predicts; on two nodes (4 stages) what keeps NVLSTree 5-10% below its bandwidth bound up
+        // to 128 MiB (issue309 logs).
+        const double loop_bytes = static_cast<double>(nch) * std::max(1, g) * out.chunk_bytes;
+        const double extra_stages = 1.0 + steps.inter;
+        r.protocol_s += extra_stages * std::min(1.0, loop_bytes / S) * (S_bus / capped);
+      }
+      if (choice.p2p_steps > 0) {
+        // P2P (Simple and LL) moves each chunk twice, sender into the FIFO slot and receiver out of
+        // it, pipelined over the FIFO steps: a part of s chunks takes s + 1 chunk times.
+        r.protocol_s += S_bus / capped / static_cast<double>(choice.p2p_steps);
+      }
+      r.achievable_Bps = capped;
+      return r;
+    };
     // An NVLink step's latency is NCCL's whole step, the wire included: the NDm A100 v4 1 KiB
     // points (CUDA graph, one cluster) give 0.63 us per ring LL step (all-reduce 14 steps 16.96 us,
     // all-gather 7 steps 12.53 us), NCCL's hwLat is 0.6. The fabric layer below already counts the
@@ -396,43 +457,26 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         1e-6;
     b.fabric_latency_s = (steps.intra + steps.nvls * 2) * geo_.route_latency_intra_s + steps.inter * geo_.route_latency_inter_s;
     b.fabric_bandwidth_s = S_bus / line;
-    b.transport_s = S_bus / transported - S_bus / line;
-    // The per-chunk FIFO sync is GPU work, in series with the GPU's copies. When the network is
-    // the slower stage of the pipeline (GPU copies -> proxy -> NIC), the GPU stage has slack and
-    // its syncs hide behind the NIC: only what the GPU stage takes beyond the NIC stage shows.
-    double sync_s = extra_chunks * profile[Param::chunk_sync_us] * 1e-6;
-    if (inter_achieved < intra_achieved) {
-      const double gpu_Bps = std::min(intra_achieved * wire, channels_Bps);
-      sync_s = std::max(0.0, S_bus / gpu_Bps + sync_s - S_bus / capped);
-    }
-    b.protocol_s = (S_bus / capped - S_bus / transported) + sync_s;
-    if (!p2p && (algo == Algo::nvls || algo == Algo::nvls_tree)) {
-      // NVLS pipeline fill. One loop of the NVLS kernel gives every (channel, head) pair a chunk;
-      // a chunk goes through the stages of the loop one after the other: the reduction in the
-      // switch (multimem.ld_reduce), across domains one network hop up and one down per tree level
-      // (NVLSTree: the heads' sends and receives), and the multicast (multimem.st). Loop k+1
-      // enters a stage as loop k leaves it, so a call takes loops + stages - 1 loop-times: one
-      // loop's bytes at the achieved rate per stage beyond the first, on top of the bandwidth term.
-      // On one node (2 stages) this is what makes the H100 busbw jump where NCCL doubles the NVLS
-      // chunk (1 GiB on 8 GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync alone
-      // predicts; on two nodes (4 stages) what keeps NVLSTree 5-10% below its bandwidth bound up
-      // to 128 MiB (issue309 logs).
-      const double loop_bytes = static_cast<double>(nch) * std::max(1, g) * out.chunk_bytes;
-      const double extra_stages = 1.0 + steps.inter;
-      b.protocol_s += extra_stages * std::min(1.0, loop_bytes / S) * (S_bus / capped);
-    }
-    if (choice.p2p_steps > 0) {
-      // P2P (Simple and LL) moves each chunk twice, sender into the FIFO slot and receiver out of it,
-      // pipelined over the FIFO steps: a part of s chunks takes s + 1 chunk times.
-      b.protocol_s += S_bus / capped / static_cast<double>(choice.p2p_steps);
-    }
+    const Rates idle = rates(1.0);
+    b.transport_s = idle.transport_s;
+    b.protocol_s = idle.protocol_s;
     out.busbw_line_GBps = line / 1e9;
-    out.busbw_achievable_GBps = capped / 1e9;
+    out.busbw_achievable_GBps = idle.achievable_Bps / 1e9;
+    // Contention: the same layers with the network stage at the fabric's share of the pattern's
+    // links; what that adds on top.
+    const std::optional<NetPattern> pattern = net_pattern(algo, op, p2p);
+    const double factor =
+        N > 1 && pattern && std::isfinite(res.inter_Bps) ? contention_->factor(*pattern) : 1.0;
+    if (factor > 1.0) {
+      const Rates shared = rates(factor);
+      b.contention_s = (shared.transport_s + shared.protocol_s) - (idle.transport_s + idle.protocol_s);
+      out.busbw_achievable_GBps = shared.achievable_Bps / 1e9;
+    }
+    out.contention_factor = factor;
   } else {
     // One rank: NCCL copies the buffer locally (no communication layers).
     out.busbw_line_GBps = out.busbw_achievable_GBps = 0;
   }
-  b.contention_s = 0;
   // nccl-tests times a loop of back-to-back calls on one stream with the host clock (src/common.cu
   // BenchTime): the host enqueues call i+1 while the GPU runs call i, so a call costs the larger
   // of its host time and its device time (kernel_us + the other layers). The host time is one

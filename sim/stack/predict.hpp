@@ -6,11 +6,13 @@
 // and channel count a call uses comes from sim/select (NCCL's own choice) for a communicator
 // shape derived from the cluster, unless the knobs force them.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sim/algorithms/collective.hpp"
 #include "sim/select/nccl_env.hpp"
 #include "sim/select/nccl_tuner.hpp"
+#include "sim/stack/fabric_contention.hpp"
 #include "sim/stack/profile.hpp"
 #include "topologies/cluster.hpp"
 
@@ -39,7 +41,8 @@ struct Breakdown {
   double fabric_bandwidth_s = 0;   // bus bytes at the fabric's line rate (narrowest resource)
   double transport_s = 0;          // line rate -> what P2P / NET / NVLS transports achieve
   double protocol_s = 0;           // wire format, per-channel copy cap, per-chunk FIFO sync
-  double contention_s = 0;         // other traffic sharing the links (0: one collective on an idle fabric)
+  double contention_s =
+      0;  // the call's own network flows sharing fabric links beyond the NICs (fabric_contention.hpp)
   // Fixed summation order, so total_s() is the same number everywhere it is computed.
   double total_s() const {
     return launch_s + algorithm_latency_s + fabric_latency_s + fabric_bandwidth_s + transport_s + protocol_s +
@@ -55,7 +58,8 @@ struct Prediction {
   int channels = 1;
   double chunk_bytes = 0;         // user data per chunk per channel
   double busbw_line_GBps = 0;     // bus bandwidth the fabric allows at line rate for this algorithm
-  double busbw_achievable_GBps = 0;  // after transport efficiencies and the protocol (no latency)
+  double busbw_achievable_GBps = 0;  // after transport efficiencies, the protocol and contention (no latency)
+  double contention_factor = 1;  // how much slower the fabric carries the network stage than the NICs alone
 };
 
 // What the predictor knows about the communicator, derived from the cluster (docs/stack-model.md).
@@ -113,6 +117,7 @@ private:
   select::CommShape shape_;
   select::TuneTables tables_;
   Knobs knobs_;
+  std::optional<ContentionCache> contention_;  // set by the constructor
 };
 
 // One-shot form of Predictor::predict.

@@ -66,3 +66,8 @@ commstack_cli_error_test(NAME collective.tree_not_allgather
 commstack_cli_error_test(NAME collective.fabric_algo_unknown
   ARGS collective --profile none --cluster dgx-h100 --algo nvls
   MATCH "--algo: the SimGrid fabric simulation runs algorithm ring or tree, not 'nvls'")
+# The contention layer: on 16 nodes under 4:1 oversubscribed ToRs (4 nodes each) an alltoall's network
+# stage runs 4 x 12/15 = 3.2x slower than the NICs allow; the breakdown says so.
+commstack_cli_test(NAME collective.contention_oversubscribed_alltoall
+  ARGS collective --cluster tests/cli/cluster-h100-4to1-tor.json --op alltoall --min-bytes 1G --max-bytes 1G --breakdown
+  MATCH "contention [0-9.]+ = [0-9.]+ us \\(fabric 3.200x slower than the NICs\\)")

@@ -104,7 +104,8 @@ void build_dragonfly(Topology& topo, const BuildInputs& in) {
   std::vector<int> router_v;
   for (int g = 0; g < s.groups; ++g) {
     for (int r = 0; r < s.routers; ++r) {
-      router_v.push_back(topo.add_vertex(Vertex{VertexKind::router, fmt::format("g{}.r{}", g, r), -1, g * s.routers + r, 1}));
+      router_v.push_back(topo.add_vertex(
+          Vertex{VertexKind::router, fmt::format("g{}.r{}", g, r), -1, g * s.routers + r, 1, g}));
     }
   }
   std::vector<int> nic_router;
