@@ -32,3 +32,7 @@ run allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 
 run tree-allreduce-1g-4096gpus collective --profile none --cluster dgx-h100 --nodes 512 --algo tree --min-bytes 1G --max-bytes 1G --format csv
 run tree-allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 2048 --algo tree --min-bytes 1G --max-bytes 1G --format csv
 run broadcast-sweep-nvl72 collective --profile none --cluster gb200-nvl72 --nodes 18 --op broadcast --min-bytes 64K --max-bytes 1G --step-factor 4 --format csv
+# The calibrated stack model (collective's default): a closed form per size, plus building the
+# topology and routing the contention layer's flow pattern once.
+run stack-allreduce-sweep-16384gpus collective --cluster dgx-h100 --nodes 2048 --op allreduce --min-bytes 8 --max-bytes 16G --format csv
+run stack-alltoall-sweep-16384gpus collective --cluster dgx-h100 --nodes 2048 --op alltoall --min-bytes 8 --max-bytes 16G --format csv
