@@ -231,6 +231,13 @@ void run_validate(const ValidateOptions& o) {
           "likely a disturbed measurement (say one slow iteration in nccl-tests' average); it still counts "
           "in the MAPE\n",
           r.bytes, r.measured_us, r.measured_us / r.next_measured_us, r.next_measured_us, r.next_bytes);
+  double contention = 1.0;
+  for (const auto& r : v.rows) contention = std::max(contention, r.prediction.contention_factor);
+  if (contention > 1.0)
+    fmt::print(
+        "# note: the cluster's fabric carries this run's network traffic up to {:.3f}x slower than its NICs "
+        "alone (oversubscribed or shared switch links): the contention layer (docs/stack-model.md)\n",
+        contention);
   for (const auto& r : v.rows) {
     const auto& p = r.prediction;
     const auto& b = p.breakdown;

@@ -115,3 +115,9 @@ commstack_cli_test(NAME stack_validate_error_split
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue290-default.txt
        --nodes 2 --gpus-per-node 8
   MATCH "# where the error is: no latency-bound size; bandwidth-bound sizes \\(7, from 128M\\): the run reaches 0\\.3[0-9]+x the modeled rate")
+# validate says when the cluster's fabric slows the run's network pattern (contention layer): a
+# table-only alltoall log taken as 16 nodes under 4:1 ToRs of 4 nodes (tests/cli/cluster-h100-4to1-tor.json).
+commstack_cli_test(NAME validate.contention_note
+  ARGS validate --cluster tests/cli/cluster-h100-4to1-tor.json
+       --measured calibration/data/nccl-tests/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt@nodes=16,gpus_per_node=8
+  MATCH "# note: the cluster's fabric carries this run's network traffic up to 3.200x slower than its NICs alone")
