@@ -1,8 +1,13 @@
 // `commstack topo`: build a cluster's topology and print what it is made of, its diameter,
-// bisection and injection bandwidth; optionally write Graphviz.
+// bisection and injection bandwidth, and how much slower than its NICs the fabric carries one
+// collective's network patterns over all nodes (the stack model's contention layer); optionally
+// write Graphviz.
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/graph/graphviz.hpp>
 #include <fmt/format.h>
@@ -10,6 +15,7 @@
 
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
+#include "sim/stack/fabric_contention.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/cluster.hpp"
 
@@ -43,6 +49,23 @@ void write_dot(const topo::Topology& t, const std::string& path) {
   if (!out) throw InputError(fmt::format("--dot {}: write failed", path));
 }
 
+// The contention layer's factor for each network pattern of one communicator over every GPU.
+struct PatternFactor {
+  const char* name;
+  double factor;
+};
+std::vector<PatternFactor> contention_factors(const topo::ClusterSpec& spec, const topo::Topology& t) {
+  const int domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, t.nodes));
+  const sim::stack::DomainLayout layout{(t.nodes + domain - 1) / domain, t.gpus_per_node * domain};
+  using sim::stack::NetPattern;
+  const std::pair<const char*, NetPattern> patterns[] = {
+      {"ring", NetPattern::ring}, {"tree", NetPattern::tree}, {"alltoall", NetPattern::alltoall}};
+  std::vector<PatternFactor> out;
+  for (const auto& [name, pattern] : patterns)
+    out.push_back({name, sim::stack::contention_factor(t, layout, pattern)});
+  return out;
+}
+
 void run(const TopoOptions& o) {
   if (o.list) {
     for (const auto& [name, description] : topo::preset_descriptions()) fmt::print("{:<16} {}\n", name, description);
@@ -53,6 +76,7 @@ void run(const TopoOptions& o) {
   const auto t = topo::build_topology(spec, o.nodes, o.gpus_per_node);
   if (!o.dot.empty()) write_dot(t, o.dot);
   const auto s = topo::summarize(t);
+  const auto contention = contention_factors(spec, t);
   if (o.format == "json") {
     nlohmann::ordered_json j;
     j["name"] = s.name;
@@ -67,6 +91,7 @@ void run(const TopoOptions& o) {
     j["diameter_hops"] = s.diameter_hops;
     j["bisection_GBps"] = s.bisection_Bps / 1e9;
     j["injection_GBps_per_gpu"] = s.injection_Bps_per_gpu / 1e9;
+    for (const auto& c : contention) j["contention_factor"][c.name] = c.factor;
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -81,13 +106,18 @@ void run(const TopoOptions& o) {
              s.bisection_Bps / 1e9);
   fmt::print("injection:        {:.1f} GB/s per GPU (scale-out NIC bandwidth / GPUs per node)\n",
              s.injection_Bps_per_gpu / 1e9);
+  fmt::print(
+      "contention:       ring {:.2f}x, tree {:.2f}x, alltoall {:.2f}x (network stage of one collective over "
+      "all GPUs against the NICs alone; docs/stack-model.md)\n",
+      contention[0].factor, contention[1].factor, contention[2].factor);
 }
 
 }  // namespace
 
 void register_topo(CLI::App& app) {
   auto opts = std::make_shared<TopoOptions>();
-  CLI::App* sub = app.add_subcommand("topo", "Build a cluster topology and print its size, diameter and bandwidths");
+  CLI::App* sub = app.add_subcommand(
+      "topo", "Build a cluster topology and print its size, diameter, bandwidths and contention");
   sub->add_option("--cluster", opts->cluster, "Preset name or cluster JSON file (docs/cluster-format.md)");
   sub->add_option("--nodes", opts->nodes, "Override the node count");
   sub->add_option("--gpus-per-node", opts->gpus_per_node, "Override the GPUs per node");

@@ -27,3 +27,6 @@ commstack_cli_error_test(NAME topo.unknown_field ARGS topo --cluster tests/cli/t
 commstack_cli_error_test(NAME topo.dot_unwritable ARGS topo --cluster dgx-h100 --dot /nonexistent/dir/x.dot
                          MATCH "commstack: error: --dot /nonexistent/dir/x.dot: cannot open")
 commstack_cli_test(NAME topo.list_alias ARGS topo --list MATCH "angara-torus +Angara 4D torus")
+# The contention line: 16 nodes under 4:1 ToRs of 4 nodes slow an alltoall 4 x 12/15 = 3.2x, not a ring.
+commstack_cli_test(NAME topo.contention ARGS topo --cluster tests/cli/cluster-h100-4to1-tor.json
+                   MATCH "contention: +ring 1\\.00x, tree [0-9.]+x, alltoall 3\\.20x")
