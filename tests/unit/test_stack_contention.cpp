@@ -61,6 +61,10 @@ TEST_CASE("contention: 4:1 ToR uplinks slow an alltoall by 4 x (N - U) / (N - 1)
   CHECK(contention_factor(topo, layout, NetPattern::alltoall) == doctest::Approx(4.0 * 12 / 15));
   CHECK(contention_factor(topo, layout, NetPattern::ring) == 1.0);
   CHECK(contention_factor(topo, layout, NetPattern::boundary) == 1.0);
+  // NCCL's two trees over 16 nodes: the ToRs of nodes 4-7 and 8-11 each carry 6 tree edges out (and
+  // in), one flow per GPU position each, over a quarter of their 32 NICs' rate; the busiest node
+  // has 4 edges on its NIC: 6 / 4.
+  CHECK(contention_factor(topo, layout, NetPattern::tree) == doctest::Approx(1.5));
   // The same on a rail-optimized fabric (one leaf per rail per 4 nodes): per rail the same counts.
   const auto rail =
       topologies::build_topology(h100_fabric(topologies::FabricKind::rail_fat_tree, 4, 4.0), 16, 8);
