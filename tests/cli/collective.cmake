@@ -71,3 +71,9 @@ commstack_cli_error_test(NAME collective.fabric_algo_unknown
 commstack_cli_test(NAME collective.contention_oversubscribed_alltoall
   ARGS collective --cluster tests/cli/cluster-h100-4to1-tor.json --op alltoall --min-bytes 1G --max-bytes 1G --breakdown
   MATCH "contention [0-9.]+ = [0-9.]+ us \\(fabric 3.200x slower than the NICs\\)")
+# The same cluster on the SimGrid fabric (max-min sharing of the d-mod-k routes, independent of the
+# contention layer's counting): a 256 MiB alltoall takes 16109 us, 3.199x the 5036 us of the
+# non-blocking ToRs (docs/stack-model.md): the layer's 3.2.
+commstack_cli_test(NAME collective.contention_oversubscribed_alltoall_simgrid
+  ARGS collective --profile none --cluster tests/cli/cluster-h100-4to1-tor.json --op alltoall --min-bytes 256M --max-bytes 256M
+  MATCH "   268435456      67108864     float    none      -1    16109   16.66   16.53    N/A")
