@@ -202,7 +202,7 @@ int chunk_count(double bytes, double chunk_bytes) {
   return k > 1e9 ? 1'000'000'000 : static_cast<int>(k);
 }
 
-LevelCounts level_counts(const topologies::Topology& /*topo*/, const CollectiveSpec& spec) {
+LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec& spec) {
   const long long n = static_cast<long long>(spec.ranks.size());
   const long long ch = spec.channels;
   LevelCounts c;
@@ -231,10 +231,12 @@ LevelCounts level_counts(const topologies::Topology& /*topo*/, const CollectiveS
       c.edge = c.step = ch * (n - 1);
       c.chunk = c.step * c.chunks;
       break;
-    case CollectiveOp::alltoall: c.chunk = c.step = c.edge = n * (n - 1); break;
+    case CollectiveOp::alltoall:
+      c.chunk = c.step = c.edge = n * (n - 1) + pxn_relayed_pairs(topo, spec, true);
+      break;
     case CollectiveOp::sendrecv:
       c.chunks = chunk_count(spec.bytes / static_cast<double>(ch), spec.chunk_bytes);
-      c.edge = c.step = n == 1 ? 0 : ch * n;
+      c.edge = c.step = n == 1 ? 0 : ch * (n + pxn_relayed_pairs(topo, spec, false));
       c.chunk = c.step * c.chunks;
       break;
   }

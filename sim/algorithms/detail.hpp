@@ -32,6 +32,8 @@ struct LevelCounts {
   int chunks = 1;
 };
 LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec& spec);
+// Pairs of an alltoall (all_pairs) or a sendrecv ring that PXN relays through another GPU (pxn.hpp).
+long long pxn_relayed_pairs(const topologies::Topology& topo, const CollectiveSpec& spec, bool all_pairs);
 
 // Each channel's end of a ring collective's steps' pipeline (every edge sending block s once it
 // has sent block s-1 and block s-1 of its predecessor has arrived), as the edge level times it,

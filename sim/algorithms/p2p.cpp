@@ -1,18 +1,30 @@
 // Direct all-to-all (every rank sends S/n to every other rank, n(n-1) flows, optionally at most
-// P peers at a time per rank) and nccl-tests' sendrecv (rank i sends S to rank i+1, ring shift).
+// P peers at a time per rank) and nccl-tests' sendrecv (rank i sends S to rank i+1, ring shift),
+// with NCCL's PXN relays across the network (pxn.hpp).
+#include <algorithm>
+#include <vector>
+
 #include "sim/algorithms/detail.hpp"
+#include "sim/algorithms/pxn.hpp"
 
 namespace commstack::sim::detail {
 
-void add_alltoall(FlowGraph& graph, const topologies::Topology& /*topo*/, const CollectiveSpec& spec) {
+void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec) {
   const int n = static_cast<int>(spec.ranks.size());
   if (n < 2) return;
   const double per_peer = spec.bytes / n;
   const int window = spec.max_concurrent_peers == 0 ? n - 1 : spec.max_concurrent_peers;
-  const int base = graph.size();
+  const PxnRelays pxn(topo, spec.ranks);
   // Flow (r, j): rank r sends to rank r + j (mod n), j = 1..n-1; peers in that order so that at
-  // any moment every rank receives from as many senders as it sends to.
-  auto id = [&](int r, int j) { return base + r * (n - 1) + (j - 1); };
+  // any moment every rank receives from as many senders as it sends to. A pair relayed by PXN is
+  // two flows at once (the NVLink copy to the relay GPU and its NIC's send, pipelined by NCCL's
+  // chunks). With a peer window, (first flow, flow count) of each pair, for the dependencies.
+  const bool windowed = window < n - 1;
+  std::vector<int> first, count;
+  if (windowed) {
+    first.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
+    count.resize(first.size());
+  }
   for (int r = 0; r < n; ++r) {
     for (int j = 1; j < n; ++j) {
       Flow f;
@@ -21,40 +33,87 @@ void add_alltoall(FlowGraph& graph, const topologies::Topology& /*topo*/, const 
       f.bytes = per_peer;
       f.extra_latency_s = spec.step_overhead_s;
       f.group = spec.group;
-      graph.add_flow(f);
+      const int relay = pxn.relay(f.src, f.dst);
+      int id = -1, flows = 1;
+      if (relay >= 0) {
+        Flow copy = f;
+        copy.dst = relay;
+        id = graph.add_flow(copy);
+        f.src = relay;
+        flows = 2;
+      }
+      const int last = graph.add_flow(f);
+      if (windowed) {
+        const auto k =
+            static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) + static_cast<std::size_t>(j - 1);
+        first[k] = id >= 0 ? id : last;
+        count[k] = flows;
+      }
     }
   }
+  if (!windowed) return;
   for (int r = 0; r < n; ++r) {
-    for (int j = window + 1; j < n; ++j) graph.add_dependency(id(r, j - window), id(r, j));
+    for (int j = window + 1; j < n; ++j) {
+      const auto before = static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) +
+                          static_cast<std::size_t>(j - window - 1);
+      const auto after =
+          static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) + static_cast<std::size_t>(j - 1);
+      for (int a = 0; a < count[before]; ++a)
+        for (int b = 0; b < count[after]; ++b) graph.add_dependency(first[before] + a, first[after] + b);
+    }
   }
 }
 
-void add_sendrecv(FlowGraph& graph, const topologies::Topology& /*topo*/, const CollectiveSpec& spec,
+// Pairs of `spec` that PXN relays (each is one more flow).
+long long pxn_relayed_pairs(const topologies::Topology& topo, const CollectiveSpec& spec, bool all_pairs) {
+  const int n = static_cast<int>(spec.ranks.size());
+  const PxnRelays pxn(topo, spec.ranks);
+  long long relayed = 0;
+  for (int r = 0; r < n; ++r)
+    for (int j = 1; j < (all_pairs ? n : std::min(n, 2)); ++j)
+      relayed += pxn.relay(spec.ranks[static_cast<std::size_t>(r)],
+                           spec.ranks[static_cast<std::size_t>((r + j) % n)]) >= 0;
+  return relayed;
+}
+
+void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
                   Fidelity level, int chunks) {
   const int n = static_cast<int>(spec.ranks.size());
   if (n < 2) return;
   const int K = chunks;
   const double chunk = spec.bytes / spec.channels / K;
+  const PxnRelays pxn(topo, spec.ranks);
   for (int c = 0; c < spec.channels; ++c) {
     for (int r = 0; r < n; ++r) {
       Flow f;
       f.src = spec.ranks[static_cast<std::size_t>(r)];
       f.dst = spec.ranks[static_cast<std::size_t>((r + 1) % n)];
       f.group = spec.group;
-      if (level != Fidelity::chunk) {
-        // Chunks follow each other on the connection and their latencies overlap: one flow.
-        f.bytes = chunk * K;
-        f.extra_latency_s = spec.step_overhead_s;
-        graph.add_flow(f);
-        continue;
-      }
-      f.bytes = chunk;
       f.extra_latency_s = spec.step_overhead_s;
-      int prev = -1;
-      for (int k = 0; k < K; ++k) {
-        const int id = graph.add_flow(f);
-        if (prev >= 0) graph.add_dependency(prev, id, Dep::sent);
-        prev = id;
+      // A pair relayed by PXN: the NVLink copy to the relay GPU and its NIC's send, side by side.
+      std::vector<Flow> legs;
+      const int relay = pxn.relay(f.src, f.dst);
+      if (relay >= 0) {
+        Flow copy = f;
+        copy.dst = relay;
+        legs.push_back(copy);
+        f.src = relay;
+      }
+      legs.push_back(f);
+      for (Flow leg : legs) {
+        if (level != Fidelity::chunk) {
+          // Chunks follow each other on the connection and their latencies overlap: one flow.
+          leg.bytes = chunk * K;
+          graph.add_flow(leg);
+          continue;
+        }
+        leg.bytes = chunk;
+        int prev = -1;
+        for (int k = 0; k < K; ++k) {
+          const int id = graph.add_flow(leg);
+          if (prev >= 0) graph.add_dependency(prev, id, Dep::sent);
+          prev = id;
+        }
       }
     }
   }

@@ -77,3 +77,13 @@ commstack_cli_test(NAME collective.contention_oversubscribed_alltoall
 commstack_cli_test(NAME collective.contention_oversubscribed_alltoall_simgrid
   ARGS collective --profile none --cluster tests/cli/cluster-h100-4to1-tor.json --op alltoall --min-bytes 256M --max-bytes 256M
   MATCH "   268435456      67108864     float    none      -1    16109   16.66   16.53    N/A")
+# Rail-optimized, 32 nodes, leaves of 8 nodes per rail with 4:1 uplinks: NCCL's PXN keeps an alltoall's
+# network bytes on the peer's rail: a rail leaf sends 8 nodes x 24 remote nodes of flows over a quarter of
+# its 8 NICs' rate, a NIC 31: 4 x 24/31 = 3.097x the NICs' time. The stack model's contention layer and the SimGrid fabric simulation (PXN
+# relays in sim/algorithms/p2p.cpp; 64427 us against 20807 us non-blocking, 3.096x) agree.
+commstack_cli_test(NAME collective.contention_rail_alltoall
+  ARGS collective --cluster tests/cli/cluster-h100-rail-4to1.json --op alltoall --min-bytes 1G --max-bytes 1G --breakdown
+  MATCH "\\(fabric 3.097x slower than the NICs\\)")
+commstack_cli_test(NAME collective.pxn_rail_alltoall_simgrid
+  ARGS collective --profile none --cluster tests/cli/cluster-h100-rail-4to1.json --op alltoall --min-bytes 1G --max-bytes 1G
+  MATCH "  1073741824     268435456     float    none      -1    64427   16.67   16.60    N/A")
