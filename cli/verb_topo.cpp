@@ -2,7 +2,6 @@
 // bisection and injection bandwidth, and how much slower than its NICs the fabric carries one
 // collective's network patterns over all nodes (the stack model's contention layer); optionally
 // write Graphviz.
-#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -55,8 +54,7 @@ struct PatternFactor {
   double factor;
 };
 std::vector<PatternFactor> contention_factors(const topo::ClusterSpec& spec, const topo::Topology& t) {
-  const int domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, t.nodes));
-  const sim::stack::DomainLayout layout{(t.nodes + domain - 1) / domain, t.gpus_per_node * domain};
+  const auto layout = sim::stack::domain_layout(spec, t.nodes, t.gpus_per_node);
   using sim::stack::NetPattern;
   const std::pair<const char*, NetPattern> patterns[] = {
       {"ring", NetPattern::ring}, {"tree", NetPattern::tree}, {"alltoall", NetPattern::alltoall}};

@@ -2,12 +2,30 @@
 // P peers at a time per rank) and nccl-tests' sendrecv (rank i sends S to rank i+1, ring shift),
 // with NCCL's PXN relays across the network (pxn.hpp).
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
 #include "sim/algorithms/pxn.hpp"
 
 namespace commstack::sim::detail {
+namespace {
+
+// The flows that carry `f`: itself, or, where PXN relays it, the NVLink copy to the relay GPU and
+// the relay's send, side by side (NCCL pipelines them by chunks). Returns how many of `legs` are set.
+int pxn_legs(const PxnRelays& pxn, const Flow& f, std::array<Flow, 2>& legs) {
+  const int relay = pxn.relay(f.src, f.dst);
+  if (relay < 0) {
+    legs[0] = f;
+    return 1;
+  }
+  legs[0] = legs[1] = f;
+  legs[0].dst = relay;
+  legs[1].src = relay;
+  return 2;
+}
+
+}  // namespace
 
 void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec) {
   const int n = static_cast<int>(spec.ranks.size());
@@ -17,14 +35,12 @@ void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const Coll
   const PxnRelays pxn(topo, spec.ranks);
   // Flow (r, j): rank r sends to rank r + j (mod n), j = 1..n-1; peers in that order so that at
   // any moment every rank receives from as many senders as it sends to. A pair relayed by PXN is
-  // two flows at once (the NVLink copy to the relay GPU and its NIC's send, pipelined by NCCL's
-  // chunks). With a peer window, (first flow, flow count) of each pair, for the dependencies.
+  // two flows (pxn_legs). With a peer window, the first flow id of each pair in order (and one past
+  // the last), for the dependencies: a pair's flows are start[k] .. start[k+1]-1.
   const bool windowed = window < n - 1;
-  std::vector<int> first, count;
-  if (windowed) {
-    first.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
-    count.resize(first.size());
-  }
+  std::vector<int> start;
+  if (windowed) start.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1) + 1);
+  std::array<Flow, 2> legs;
   for (int r = 0; r < n; ++r) {
     for (int j = 1; j < n; ++j) {
       Flow f;
@@ -33,33 +49,21 @@ void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const Coll
       f.bytes = per_peer;
       f.extra_latency_s = spec.step_overhead_s;
       f.group = spec.group;
-      const int relay = pxn.relay(f.src, f.dst);
-      int id = -1, flows = 1;
-      if (relay >= 0) {
-        Flow copy = f;
-        copy.dst = relay;
-        id = graph.add_flow(copy);
-        f.src = relay;
-        flows = 2;
-      }
-      const int last = graph.add_flow(f);
-      if (windowed) {
-        const auto k =
-            static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) + static_cast<std::size_t>(j - 1);
-        first[k] = id >= 0 ? id : last;
-        count[k] = flows;
-      }
+      if (windowed) start.push_back(graph.size());
+      const int count = pxn_legs(pxn, f, legs);
+      for (int l = 0; l < count; ++l) graph.add_flow(legs[static_cast<std::size_t>(l)]);
     }
   }
   if (!windowed) return;
+  start.push_back(graph.size());
   for (int r = 0; r < n; ++r) {
     for (int j = window + 1; j < n; ++j) {
       const auto before = static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) +
                           static_cast<std::size_t>(j - window - 1);
       const auto after =
           static_cast<std::size_t>(r) * static_cast<std::size_t>(n - 1) + static_cast<std::size_t>(j - 1);
-      for (int a = 0; a < count[before]; ++a)
-        for (int b = 0; b < count[after]; ++b) graph.add_dependency(first[before] + a, first[after] + b);
+      for (int a = start[before]; a < start[before + 1]; ++a)
+        for (int b = start[after]; b < start[after + 1]; ++b) graph.add_dependency(a, b);
     }
   }
 }
@@ -90,17 +94,10 @@ void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const Coll
       f.dst = spec.ranks[static_cast<std::size_t>((r + 1) % n)];
       f.group = spec.group;
       f.extra_latency_s = spec.step_overhead_s;
-      // A pair relayed by PXN: the NVLink copy to the relay GPU and its NIC's send, side by side.
-      std::vector<Flow> legs;
-      const int relay = pxn.relay(f.src, f.dst);
-      if (relay >= 0) {
-        Flow copy = f;
-        copy.dst = relay;
-        legs.push_back(copy);
-        f.src = relay;
-      }
-      legs.push_back(f);
-      for (Flow leg : legs) {
+      std::array<Flow, 2> legs;
+      const int count = pxn_legs(pxn, f, legs);
+      for (int l = 0; l < count; ++l) {
+        Flow leg = legs[static_cast<std::size_t>(l)];
         if (level != Fidelity::chunk) {
           // Chunks follow each other on the connection and their latencies overlap: one flow.
           leg.bytes = chunk * K;

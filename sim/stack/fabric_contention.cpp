@@ -162,6 +162,14 @@ double boundary_factor(const Topology& topo, const DomainLayout& l) {
 
 }  // namespace
 
+DomainLayout domain_layout(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node) {
+  DomainLayout l;
+  l.nodes_per_domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, nodes));
+  l.domains = (nodes + l.nodes_per_domain - 1) / l.nodes_per_domain;
+  l.ranks_per_domain = gpus_per_node * l.nodes_per_domain;
+  return l;
+}
+
 double contention_factor(const Topology& topo, const DomainLayout& layout, NetPattern pattern) {
   if (layout.domains < 1 || layout.ranks_per_domain < 1)
     throw std::invalid_argument("contention_factor: expected >= 1 domain and >= 1 rank per domain");

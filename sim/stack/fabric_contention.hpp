@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "topologies/cluster.hpp"
 #include "topologies/topology.hpp"
 
 namespace commstack::sim::stack {
@@ -33,7 +34,12 @@ inline constexpr int kNetPatterns = 5;
 struct DomainLayout {
   int domains = 1;           // NVLink domains (NCCL's nNodes)
   int ranks_per_domain = 1;  // GPUs of the communicator in one domain
+  int nodes_per_domain = 1;
 };
+
+// The NVLink domains of `nodes` x `gpus_per_node` GPUs of `spec` (node.nvlink_domain_nodes
+// consecutive nodes share one; the last may be partial).
+DomainLayout domain_layout(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node);
 
 // The factor (>= 1) for one pattern. Alltoall routes about kAlltoallRouteBudget flows at most: beyond,
 // each source routes every s-th shift with weight s (deterministic, the same loads on average).

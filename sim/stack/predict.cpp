@@ -161,9 +161,10 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   geo_.ranks = nodes * gpus_per_node;
   geo_.nodes = nodes;
   geo_.gpus_per_node = gpus_per_node;
-  const int domain = std::max(1, std::min(spec.node.nvlink_domain_nodes, nodes));
-  geo_.nccl_nodes = (nodes + domain - 1) / domain;
-  geo_.local_ranks = gpus_per_node * domain;
+  const DomainLayout layout = domain_layout(spec, nodes, gpus_per_node);
+  const int domain = layout.nodes_per_domain;
+  geo_.nccl_nodes = layout.domains;
+  geo_.local_ranks = layout.ranks_per_domain;
   geo_.tree_egress = select::nccl_dtree_max_egress(geo_.nccl_nodes);
   geo_.sm = sm_of_gpu_model(spec.node.gpu_model);
   if (geo_.sm == 0)
@@ -191,7 +192,7 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   geo_.nic_gpu_Bps = nic_gpu0 > 0 ? nic_gpu0 : (used > 0 ? nic_node / gpus_per_node : 0);
   if (geo_.local_ranks > 1) geo_.route_latency_intra_s = topo.path_latency(topo.route(0, 1));
   if (geo_.nccl_nodes > 1) geo_.route_latency_inter_s = topo.path_latency(topo.route(0, geo_.local_ranks));
-  contention_.emplace(topo_ptr, DomainLayout{geo_.nccl_nodes, geo_.local_ranks});
+  contention_.emplace(topo_ptr, layout);
   shape_ = comm_shape(geo_, knobs_);
   tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
 }
