@@ -208,10 +208,14 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
   LevelCounts c;
   if (spec.algorithm == Algorithm::tree) {
     // Every rank but the root reduces up to its parent and receives the result back: 2 (n - 1)
-    // edges per channel, each carrying the channel's whole share in chunks.
-    c.chunks = chunk_count(spec.bytes / static_cast<double>(ch), spec.chunk_bytes);
-    c.edge = c.step = 2 * ch * (n - 1);
-    c.chunk = c.step * c.chunks;
+    // hops per tree, 2 (N - 1) of them between its N nodes, each carrying the tree's share of the
+    // channel in chunks. The coarse levels carry the two trees' identical chain hops inside the
+    // nodes as one flow (tree.cpp).
+    const long long N = detail::tree_nodes(topo, spec.ranks);
+    const long long per = detail::trees_per_channel(topo, spec.ranks);
+    c.chunks = chunk_count(spec.bytes / static_cast<double>(ch * per), spec.chunk_bytes);
+    c.chunk = 2 * ch * per * (n - 1) * c.chunks;
+    c.edge = c.step = 2 * ch * ((n - N) + per * (N - 1));
     return c;
   }
   switch (spec.op) {

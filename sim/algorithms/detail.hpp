@@ -62,6 +62,11 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
 // broadcast, reduce: pipelined chain from / to the root along each channel's ring.
 void add_chain(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
                int chunks);
+// Trees a tree all-reduce runs per channel: NCCL's two (half the bytes each) when the ranks span
+// more than one node, the one chain otherwise.
+int trees_per_channel(const topologies::Topology& topo, const std::vector<int>& ranks);
+// Nodes the ranks span.
+int tree_nodes(const topologies::Topology& topo, const std::vector<int>& ranks);
 // allreduce with Algorithm::tree: NCCL's double binary tree across nodes, a chain inside each node.
 void add_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);

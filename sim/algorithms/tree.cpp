@@ -1,12 +1,17 @@
 // All-reduce as NCCL's Tree runs it (src/graph/connect.cc, src/device/all_reduce.h): every
 // channel's data is reduced up a tree to its root and broadcast back down, chunk by chunk, the two
 // directions pipelined together (NCCL's Simple tree kernel splits its warps between them). Across
-// nodes the tree is NCCL's double binary tree (select/nccl_trees.hpp): even channels use the first
-// tree, odd channels the second, so each node is an inner node of at most one of them. Inside a
-// node the GPUs form a chain in the channel's order; its first GPU talks to the parent node and to
-// the second child node, its second GPU to the first child node (NCCL's balanced tree pattern,
-// which spreads a node's network traffic over two GPUs and thus two NICs).
+// nodes the tree is NCCL's double binary tree (select/nccl_trees.hpp). NCCL runs each channel of
+// its tree graph twice, once on each of the two trees (channels c and c + nChannels, connect.cc),
+// so here a channel carries half its bytes on each tree, and every node is an inner node of at most
+// one of them. Inside a node the GPUs form a chain in the channel's order; all of a channel's
+// network traffic on a node goes through one NIC, the one its first GPU hangs off: NCCL's tree
+// search gives both network ends of a channel the same NIC (ncclTopoSearchCheckNet; its balanced
+// pattern lets a second GPU drive one child, through that same NIC), so on rail-optimized fabrics
+// a channel's tree stays on one rail, and consecutive channels (rotated orders) use different NICs.
 #include <algorithm>
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
@@ -24,40 +29,29 @@ struct ChannelTree {
   std::vector<std::vector<int>> feeds;
 };
 
-ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int>& ranks, int channel) {
+ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int>& ranks, int channel,
+                         int tree) {
   // The channel's order (channel_ring: nodes in order of first appearance, each node's GPUs
   // rotated by the channel), cut into nodes: consecutive channels put their network ends on
   // different GPUs, so the channels spread over every NIC, as NCCL's tree graph spreads its
-  // channels (each of which it runs on both trees).
+  // channels.
   const std::vector<int> order = channel_ring(topo, ranks, channel);
-  std::vector<std::vector<int>> nodes;
+  std::vector<int> first;  // position in `order` of each node's first GPU
   int last_node = -1;
-  for (const int g : order) {
-    const int node = topo.vertex(topo.gpu_vertex(g)).node;
-    if (nodes.empty() || node != last_node) nodes.emplace_back();
-    nodes.back().push_back(g);
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    const int node = topo.vertex(topo.gpu_vertex(order[p])).node;
+    if (first.empty() || node != last_node) first.push_back(static_cast<int>(p));
     last_node = node;
   }
-  const int N = static_cast<int>(nodes.size());
-  const int tree = channel % 2;
+  const int N = static_cast<int>(first.size());
+  first.push_back(static_cast<int>(order.size()));
   std::vector<int> parent(order.size(), -1);  // by position in `order`
-  std::vector<int> first;                     // position of each node's first GPU
-  for (int v = 0, pos = 0; v < N; pos += static_cast<int>(nodes[static_cast<std::size_t>(v)].size()), ++v)
-    first.push_back(pos);
   for (int v = 0; v < N; ++v) {
-    const auto& members = nodes[static_cast<std::size_t>(v)];
     const int at = first[static_cast<std::size_t>(v)];
-    for (std::size_t i = 1; i < members.size(); ++i)
-      parent[static_cast<std::size_t>(at) + i] = at + static_cast<int>(i) - 1;
+    for (int p = at + 1; p < first[static_cast<std::size_t>(v) + 1]; ++p)
+      parent[static_cast<std::size_t>(p)] = p - 1;
     const select::TreeLinks links = select::nccl_dtree(N, v)[static_cast<std::size_t>(tree)];
-    if (links.up < 0) continue;
-    // The parent node's GPU for this child: its second GPU for its first child, its first GPU for
-    // its second child (one-GPU nodes: the only one).
-    const int u = links.up;
-    const bool first_child = select::nccl_dtree(N, u)[static_cast<std::size_t>(tree)].down[0] == v;
-    const int size_u = static_cast<int>(nodes[static_cast<std::size_t>(u)].size());
-    parent[static_cast<std::size_t>(at)] =
-        first[static_cast<std::size_t>(u)] + (first_child ? std::min(1, size_u - 1) : 0);
+    if (links.up >= 0) parent[static_cast<std::size_t>(at)] = first[static_cast<std::size_t>(links.up)];
   }
   // Hop numbering: reduction hop of position p at up[p], broadcast hop at down[p].
   const int n = static_cast<int>(order.size());
@@ -110,7 +104,7 @@ ChannelTree channel_tree(const topologies::Topology& topo, const std::vector<int
 // (chain.cpp): the chunk level's pipeline run outside SimGrid, or beyond its budget each hop's
 // longest path of uncontended chunk times plus K - 1 of the channel's slowest shared chunk time.
 void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
-                     const std::vector<ChannelTree>& trees, double chunk, int K) {
+                     const std::vector<ChannelTree>& trees, int per_channel, double chunk, int K) {
   std::vector<std::vector<topologies::Path>> paths;
   for (const auto& t : trees) {
     auto& mine = paths.emplace_back();
@@ -119,6 +113,13 @@ void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const C
   PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
   for (const auto& t : trees) ph.feeds.push_back(t.feeds);
   const std::size_t hops = trees.front().hops.size();
+  struct PendingFlow {
+    int src, dst;
+    double bytes, after_bytes_s;
+  };
+  std::vector<PendingFlow> pending;
+  pending.reserve(trees.size() * hops);
+  std::unordered_map<std::uint64_t, std::size_t> merged;  // (src, dst) -> pending flow, within a channel
   const bool run = static_cast<double>(hops) * K * static_cast<double>(trees.size()) <= kPipelineBudget;
   const auto ends = run ? pipeline_hop_ends(ph, PipeShape::dag, K) : std::vector<std::vector<double>>{};
   for (std::size_t c = 0; c < trees.size(); ++c) {
@@ -148,26 +149,61 @@ void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const C
         }
       }
     }
+    // A channel's two trees chain the same GPUs inside each node: those hops of both go as one flow
+    // of both trees' bytes (SimGrid gives it what it gives the two together; it arrives when the
+    // later one would), which halves the flows inside nodes at 16384 GPUs.
+    if (c % static_cast<std::size_t>(per_channel) == 0) merged.clear();
     for (std::size_t i = 0; i < hops; ++i) {
       const PipeHop& h = ph.hops[c][i];
-      add_pipelined_flow(graph, spec, trees[c].hops[i].first, trees[c].hops[i].second, chunk * K, end[i],
-                         K * h.t0 * h.share);
+      const auto [src, dst] = trees[c].hops[i];
+      const double after_bytes = std::max(0.0, end[i] - K * h.t0 * h.share);
+      const auto key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) |
+                       static_cast<std::uint32_t>(dst);
+      const bool chain_hop = topo.vertex(topo.gpu_vertex(src)).node == topo.vertex(topo.gpu_vertex(dst)).node;
+      const auto [it, fresh] =
+          chain_hop ? merged.try_emplace(key, pending.size()) : std::pair{merged.end(), true};
+      if (fresh) {
+        pending.push_back(PendingFlow{src, dst, chunk * K, after_bytes});
+      } else {
+        PendingFlow& p = pending[it->second];
+        p.bytes += chunk * K;
+        p.after_bytes_s = std::max(p.after_bytes_s, after_bytes);
+      }
     }
   }
+  for (const PendingFlow& p : pending)
+    add_pipelined_flow(graph, spec, p.src, p.dst, p.bytes, p.after_bytes_s, 0.0);
 }
 
 }  // namespace
+
+int tree_nodes(const topologies::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<char> seen(static_cast<std::size_t>(topo.nodes), 0);
+  int count = 0;
+  for (const int g : ranks) {
+    char& s = seen[static_cast<std::size_t>(topo.vertex(topo.gpu_vertex(g)).node)];
+    count += s == 0;
+    s = 1;
+  }
+  return count;
+}
+
+int trees_per_channel(const topologies::Topology& topo, const std::vector<int>& ranks) {
+  return tree_nodes(topo, ranks) > 1 ? 2 : 1;
+}
 
 void add_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks) {
   if (spec.ranks.size() < 2) return;
   const int K = chunks;
-  const double chunk = spec.bytes / spec.channels / K;
+  const int per_channel = trees_per_channel(topo, spec.ranks);
+  const double chunk = spec.bytes / spec.channels / per_channel / K;
   std::vector<ChannelTree> trees;
-  trees.reserve(static_cast<std::size_t>(spec.channels));
-  for (int c = 0; c < spec.channels; ++c) trees.push_back(channel_tree(topo, spec.ranks, c));
+  trees.reserve(static_cast<std::size_t>(spec.channels) * static_cast<std::size_t>(per_channel));
+  for (int c = 0; c < spec.channels; ++c)
+    for (int t = 0; t < per_channel; ++t) trees.push_back(channel_tree(topo, spec.ranks, c, t));
   if (level != Fidelity::chunk) {
-    add_coarse_tree(graph, topo, spec, trees, chunk, K);
+    add_coarse_tree(graph, topo, spec, trees, per_channel, chunk, K);
     return;
   }
   for (const auto& t : trees) {

@@ -59,7 +59,7 @@ commstack_cli_test(NAME collective.stack_csv
 # binary tree sends 2 S through some node's 8 NICs of 50 GB/s (a 5369 us bound); pinned value.
 commstack_cli_test(NAME collective.tree_allreduce_pinned
   ARGS collective --profile none --cluster dgx-h100 --nodes 4 --algo tree --min-bytes 1G --max-bytes 1G
-  MATCH "NCCL's double binary tree[^\n]*\n.*  1073741824     268435456     float     sum      -1   5442.6  197.29  382.24    N/A")
+  MATCH "NCCL's double binary tree[^\n]*\n.*  1073741824     268435456     float     sum      -1   5473.7  196.16  380.07    N/A")
 commstack_cli_error_test(NAME collective.tree_not_allgather
   ARGS collective --profile none --cluster dgx-h100 --algo tree --op allgather
   MATCH "--algo tree: the tree algorithm runs all-reduce only")
@@ -87,9 +87,19 @@ commstack_cli_test(NAME collective.contention_rail_alltoall
 commstack_cli_test(NAME collective.pxn_rail_alltoall_simgrid
   ARGS collective --profile none --cluster tests/cli/cluster-h100-rail-4to1.json --op alltoall --min-bytes 1G --max-bytes 1G
   MATCH "  1073741824     268435456     float    none      -1    64427   16.67   16.60    N/A")
-# NCCL's Tree on the 4:1 ToR cluster: the SimGrid fabric simulation (--algo tree) takes 8153.9 us
-# against 5517.4 us on non-blocking ToRs, 1.478x; the contention layer's tree factor is 6/4 = 1.5
+# NCCL's Tree on the 4:1 ToR cluster: the SimGrid fabric simulation (--algo tree) takes 8193.1 us
+# against 5520.5 us on non-blocking ToRs, 1.484x; the contention layer's tree factor is 6/4 = 1.5
 # (tests/unit/test_stack_contention.cpp) and the stack model predicts 8290 us.
 commstack_cli_test(NAME collective.contention_tree_simgrid
   ARGS collective --profile none --algo tree --cluster tests/cli/cluster-h100-4to1-tor.json --min-bytes 1G --max-bytes 1G
-  MATCH "  1073741824     268435456     float     sum      -1   8153.9  131.68  261.31    N/A")
+  MATCH "  1073741824     268435456     float     sum      -1   8193.1  131.05  260.06    N/A")
+# Rails with 4:1 leaf uplinks: a ring's node crossing leaves by the NIC of the next node's entry GPU
+# (relayed over NVLink, PXN) and a tree channel's network ends share one NIC, so both stay on one rail
+# and run as on non-blocking rails: ring 5351.1 us, tree 5552.0 us at 1:1, 2:1 and 4:1
+# (results/contention-oversubscription), where NCCL's contention factor is 1 too.
+commstack_cli_test(NAME collective.pxn_rail_ring_simgrid
+  ARGS collective --profile none --algo ring --cluster tests/cli/cluster-h100-rail-4to1.json --min-bytes 1G --max-bytes 1G
+  MATCH "  1073741824     268435456     float     sum      -1   5351.1  200.66  399.75    N/A")
+commstack_cli_test(NAME collective.pxn_rail_tree_simgrid
+  ARGS collective --profile none --algo tree --cluster tests/cli/cluster-h100-rail-4to1.json --min-bytes 1G --max-bytes 1G
+  MATCH "  1073741824     268435456     float     sum      -1   5552.0  193.40  385.28    N/A")

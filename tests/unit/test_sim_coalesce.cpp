@@ -68,7 +68,12 @@ sim::FlowGraph flows_gpu0_to_gpu1(std::initializer_list<double> bytes) {
 }  // namespace
 
 TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do") {
-  const auto spec = topologies::load_cluster("dgx-h100");
+  // DGX H100 nodes on a plain fat tree (one ToR per 4 nodes), where every GPU leaves through its
+  // own NIC. On rails a ring's node crossing is relayed over NVLink to the GPU of the next node's
+  // rail (PXN, clos.cpp): its NVLink links then carry folds of two sizes and nothing coalesces.
+  auto spec = topologies::load_cluster("dgx-h100");
+  spec.fabric.kind = topologies::FabricKind::fat_tree;
+  spec.fabric.nodes_per_unit = 4;
   const auto topo = topologies::build_topology(spec, 4);  // 32 GPUs
   sim::Simulator simulator(topo);
   std::vector<int> all;

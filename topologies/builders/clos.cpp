@@ -43,11 +43,16 @@ public:
     path.reserve(12);
     const int src_node = in_.node_of_gpu(src);
     const int dst_node = in_.node_of_gpu(dst);
-    const int ks = in_.nic_index_of_gpu(src);
     const int kd = in_.nic_index_of_gpu(dst);
+    // On rails, a GPU sends to another rail through the NIC of the destination's rail, relayed
+    // over NVLink by the GPU that NIC hangs off (NCCL's PXN, NCCL_PXN_DISABLE=0: a ring channel
+    // leaves a node through the NIC it entered the next one by, src/graph/search.cc). The bytes
+    // stay on one rail instead of climbing to the spines. On a plain fat tree every NIC of a node
+    // hangs off the same ToR, so each GPU keeps its own.
+    const int ks = s_.rail ? kd : in_.nic_index_of_gpu(src);
     const int ls = leaf_of(src_node, ks);
     const int ld = leaf_of(dst_node, kd);
-    in_.append_gpu_to_nic(src, path);
+    in_.append_gpu_to_nic(src, path, ks);
     path.push_back(Hop{nic_leaf_[static_cast<std::size_t>(src_node * s_.nics + ks)], true});
     if (ls != ld) {
       // d = the destination's global down-port number (leaf-major); spine = d mod k, core = (d / k) mod k'.

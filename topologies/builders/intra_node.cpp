@@ -71,9 +71,9 @@ int IntraNode::nic_vertex_of_gpu(int rank) const {
   return nic_vertex[static_cast<std::size_t>(node_of_gpu(rank) * nics + nic_index_of_gpu(rank))];
 }
 
-void IntraNode::append_gpu_to_nic(int rank, Path& path) const {
+void IntraNode::append_gpu_to_nic(int rank, Path& path, int nic) const {
   const int node = node_of_gpu(rank);
-  const int k = nic_index_of_gpu(rank);
+  const int k = nic < 0 ? nic_index_of_gpu(rank) : nic;
   const int owner = node * gpus + nic_gpu[static_cast<std::size_t>(k)];
   if (owner != rank) {  // via the plane to the GPU that owns the NIC (NCCL PXN-like)
     path.push_back(Hop{gpu_plane_link[static_cast<std::size_t>(rank)], true});

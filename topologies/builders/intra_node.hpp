@@ -25,7 +25,9 @@ struct IntraNode {
   int node_of_gpu(int rank) const { return rank / gpus; }
 
   // Appends GPU rank -> its NIC (GPU->NIC, or GPU->plane->GPU'->NIC for a GPU without own NIC).
-  void append_gpu_to_nic(int rank, Path& path) const;
+  // `nic`: send through that local NIC instead (NCCL's PXN: over NVLink to the GPU the NIC hangs
+  // off, which puts the bytes on that NIC's rail).
+  void append_gpu_to_nic(int rank, Path& path, int nic = -1) const;
   // Appends the NIC of GPU rank -> GPU rank (mirror of the above).
   void append_nic_to_gpu(int rank, Path& path) const;
   // Same NVLink domain (or same node): GPU -> plane -> GPU. Returns false when not applicable.
