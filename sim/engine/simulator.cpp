@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -202,13 +203,28 @@ bool Simulator::Impl::find_folds() {
   }
   if (folds.size() == n) return false;
   std::unordered_map<const void*, std::size_t> size_on_link;
+  bool uniform = true;
   for (const auto& fold : folds) {
     const Flow& f = graph->flow(fold.front());
     for (const auto* link : zone->route_links(f.src, f.dst)) {
       auto [it, fresh] = size_on_link.try_emplace(link, fold.size());
-      if (!fresh && it->second != fold.size()) return false;
+      if (!fresh && it->second != fold.size()) uniform = false;
     }
   }
+  if (uniform) return true;
+  // Links with folds of different sizes (a ring's node crossing relayed over the NVLink links of
+  // the channels' flows inside the node, clos.cpp): cut every fold into folds of g flows, g the
+  // greatest common divisor of all sizes. Then every comm stands for g copies everywhere, which
+  // scales every share by g and changes none (exact); with g = 1 nothing is gained.
+  std::size_t g = 0;
+  for (const auto& fold : folds) g = std::gcd(g, fold.size());
+  if (g < 2) return false;
+  std::vector<std::vector<int>> cut;
+  for (const auto& fold : folds)
+    for (std::size_t at = 0; at < fold.size(); at += g)
+      cut.emplace_back(fold.begin() + static_cast<std::ptrdiff_t>(at),
+                       fold.begin() + static_cast<std::ptrdiff_t>(at + g));
+  folds = std::move(cut);
   return true;
 }
 

@@ -127,6 +127,14 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     CHECK(mismatches(coalesced, separate) == 0);
   }
 
+  {  // folds of 4 and 2 on one link: cut into folds of 2 (the gcd), each comm two copies, exact
+    const auto graph = flows_gpu0_to_gpu1({64e6, 64e6, 64e6, 64e6, 16e6, 16e6});
+    const auto [separate, coalesced] = run_both(simulator, graph);
+    CHECK(coalesced.comm_count == 3);
+    CHECK(mismatches(coalesced, separate) == 0);
+    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+  }
+
   {  // identical flows alone on their links: one comm, same times
     const auto graph = flows_gpu0_to_gpu1({64e6, 64e6, 64e6});
     const auto [separate, coalesced] = run_both(simulator, graph);
@@ -135,4 +143,24 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     CHECK(mismatches(coalesced, separate) == 0);
     CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
   }
+}
+
+TEST_CASE("sim: on rails, relayed ring crossings fold by the gcd of the fold sizes, exactly") {
+  // A TP2-like data-parallel ring (every other GPU of 4 DGX H100 nodes on rails, 8 channels) at
+  // edge fidelity: each node's 4 members are rotated over the channels, so an NVLink edge inside a
+  // node carries 6 identical channel flows and a node crossing 2. The crossing is relayed over the
+  // NVLink links of the flows inside the node (PXN, clos.cpp): folds of 6 and 2 on one link, cut
+  // into folds of 2.
+  const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
+  sim::Simulator simulator(topo);
+  std::vector<int> ranks;
+  for (int r = 0; r < topo.gpu_count(); r += 2) ranks.push_back(r);
+  sim::FlowGraph graph;
+  sim::add_collective(graph, topo, ring(ranks, 8, sim::Fidelity::edge, 0));
+  REQUIRE(graph.size() == 8 * 16);
+  const auto [separate, coalesced] = run_both(simulator, graph);
+  CHECK(separate.comm_count == 128);
+  CHECK(coalesced.comm_count == 64);
+  CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+  CHECK(mismatches(coalesced, separate) == 0);
 }
