@@ -177,6 +177,33 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
 
 namespace detail {
 
+long long ring_relayed_edges(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  const auto n = spec.ranks.size();
+  long long relayed = 0;
+  for (int c = 0; c < spec.channels; ++c) {
+    const std::vector<int> ring = channel_ring(topo, spec.ranks, c);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int a = ring[i];
+      const int b = ring[(i + 1) % n];
+      if (topo.vertex(topo.gpu_vertex(a)).node != topo.vertex(topo.gpu_vertex(b)).node)
+        relayed += route_relay(topo, a, b) >= 0;
+    }
+  }
+  return relayed;
+}
+
+int route_relay(const topologies::Topology& topo, int src, int dst) {
+  const int last = topo.gpu_vertex(dst);
+  for (const auto& hop : topo.route(src, dst)) {
+    const auto& link = topo.link(hop.link);
+    const int to = hop.forward ? link.b : link.a;
+    if (to == last) return -1;
+    const auto& v = topo.vertex(to);
+    if (v.kind == topologies::VertexKind::gpu) return v.node * topo.gpus_per_node + v.local;
+  }
+  return -1;
+}
+
 double RouteInfo::latency(int src, int dst) {
   auto key = std::make_pair(src, dst);
   auto it = cache_.find(key);
@@ -224,7 +251,8 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
     case CollectiveOp::reducescatter: {
       const long long steps = n == 1 ? 0 : spec.op == CollectiveOp::allreduce ? 2 * (n - 1) : n - 1;
       c.chunks = chunk_count(spec.bytes / static_cast<double>(n * ch), spec.chunk_bytes);
-      c.edge = n == 1 ? 0 : ch * n;
+      // The edge level sends a relayed node crossing as two legs (ring.cpp).
+      c.edge = n == 1 ? 0 : ch * n + ring_relayed_edges(topo, spec);
       c.step = c.edge * steps;
       c.chunk = c.step * c.chunks;
       break;

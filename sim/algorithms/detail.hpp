@@ -21,6 +21,13 @@ public:
   std::map<std::pair<int, int>, double> cache_;
 };
 
+// The GPU rank the route from src to dst passes through (the router's PXN relay on rails,
+// clos.cpp), or -1 when it passes through none.
+int route_relay(const topologies::Topology& topo, int src, int dst);
+// Edges of a ring collective's channels whose route the router relays (one more flow each at the
+// edge level).
+long long ring_relayed_edges(const topologies::Topology& topo, const CollectiveSpec& spec);
+
 // Number of pipeline chunks when `bytes` per channel step are cut into `chunk_bytes` pieces.
 int chunk_count(double bytes, double chunk_bytes);
 
