@@ -251,10 +251,11 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
     case CollectiveOp::reducescatter: {
       const long long steps = n == 1 ? 0 : spec.op == CollectiveOp::allreduce ? 2 * (n - 1) : n - 1;
       c.chunks = chunk_count(spec.bytes / static_cast<double>(n * ch), spec.chunk_bytes);
-      // The edge level sends a relayed node crossing as two legs (ring.cpp).
-      c.edge = n == 1 ? 0 : ch * n + ring_relayed_edges(topo, spec);
-      c.step = c.edge * steps;
+      const long long edges = n == 1 ? 0 : ch * n;
+      c.step = edges * steps;
       c.chunk = c.step * c.chunks;
+      // The edge level sends a relayed node crossing as two legs (ring.cpp).
+      c.edge = n == 1 ? 0 : edges + ring_relayed_edges(topo, spec);
       break;
     }
     case CollectiveOp::broadcast:

@@ -168,4 +168,10 @@ TEST_CASE(
   CHECK(coalesced.comm_count == 32);
   CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
   CHECK(mismatches(coalesced, separate) == 0);
+  // The step level keeps one flow per edge and step: the relayed route as a whole.
+  sim::FlowGraph steps;
+  const sim::CollectivePlan step_plan =
+      sim::add_collective(steps, topo, ring(ranks, 8, sim::Fidelity::step, 0));
+  CHECK(step_plan.flows == 8LL * 16 * 2 * 15);
+  CHECK(steps.size() == step_plan.flows);
 }
