@@ -192,6 +192,17 @@ long long ring_relayed_edges(const topologies::Topology& topo, const CollectiveS
   return relayed;
 }
 
+int relay_legs(const Flow& f, int relay, std::array<Flow, 2>& legs) {
+  if (relay < 0) {
+    legs[0] = f;
+    return 1;
+  }
+  legs[0] = legs[1] = f;
+  legs[0].dst = relay;
+  legs[1].src = relay;
+  return 2;
+}
+
 int route_relay(const topologies::Topology& topo, int src, int dst) {
   const int last = topo.gpu_vertex(dst);
   for (const auto& hop : topo.route(src, dst)) {

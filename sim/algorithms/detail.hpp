@@ -1,5 +1,6 @@
 #pragma once
 // Internal to sim/algorithms: the per-family flow generators behind add_collective().
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,9 @@ public:
   std::map<std::pair<int, int>, double> cache_;
 };
 
+// The flows that carry `f`: itself (relay < 0), or the copy to the relay GPU and the relay's send,
+// side by side (NCCL pipelines them by chunks). Returns how many of `legs` are set.
+int relay_legs(const Flow& f, int relay, std::array<Flow, 2>& legs);
 // The GPU rank the route from src to dst passes through (the router's PXN relay on rails,
 // clos.cpp), or -1 when it passes through none.
 int route_relay(const topologies::Topology& topo, int src, int dst);

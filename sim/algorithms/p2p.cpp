@@ -11,18 +11,9 @@
 namespace commstack::sim::detail {
 namespace {
 
-// The flows that carry `f`: itself, or, where PXN relays it, the NVLink copy to the relay GPU and
-// the relay's send, side by side (NCCL pipelines them by chunks). Returns how many of `legs` are set.
+// The flows that carry `f` where PXN relays it (relay_legs).
 int pxn_legs(const PxnRelays& pxn, const Flow& f, std::array<Flow, 2>& legs) {
-  const int relay = pxn.relay(f.src, f.dst);
-  if (relay < 0) {
-    legs[0] = f;
-    return 1;
-  }
-  legs[0] = legs[1] = f;
-  legs[0].dst = relay;
-  legs[1].src = relay;
-  return 2;
+  return relay_legs(f, pxn.relay(f.src, f.dst), legs);
 }
 
 }  // namespace

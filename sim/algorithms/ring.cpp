@@ -2,6 +2,7 @@
 // (n-1 steps), as NCCL runs them: every channel is a ring over all ranks; at every step each rank
 // sends one block of S/(n*channels) bytes to its successor, cut into pipeline chunks.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
@@ -168,6 +169,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
       // SimGrid comm (Simulator), where the whole relayed route would share their links without
       // being one of them (4096 GPUs on rails: 32 768 comms instead of 8 192).
       const double a_extra = edge_latency[static_cast<std::size_t>(c)];
+      std::array<Flow, 2> legs;
       for (int i = 0; i < n; ++i) {
         Flow f;
         f.src = src(i);
@@ -176,17 +178,8 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
         f.add_route_latency = false;
         f.extra_latency_s = a_extra;
         f.group = spec.group;
-        const int relay = route_relay(topo, f.src, f.dst);
-        if (relay < 0) {
-          graph.add_flow(f);
-          continue;
-        }
-        Flow leg = f;
-        leg.dst = relay;
-        graph.add_flow(leg);
-        leg = f;
-        leg.src = relay;
-        graph.add_flow(leg);
+        const int count = relay_legs(f, route_relay(topo, f.src, f.dst), legs);
+        for (int l = 0; l < count; ++l) graph.add_flow(legs[static_cast<std::size_t>(l)]);
       }
       continue;
     }
