@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
+#include "sim/select/nccl_search.hpp"
 #include "sim/select/nccl_trees.hpp"
 
 namespace commstack::sim::stack {
@@ -20,6 +21,14 @@ using select::Algo;
 using select::Proto;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// NCCL maps send/receive peers to channels by powers of two (src/graph/paths.cc
+// ncclTopoComputeP2pChannels: pow2Up of the communicator's channels; 24 coll channels give 32 p2p).
+int pow2_up(int n) {
+  int p = 1;
+  while (p < n && p < 64) p *= 2;
+  return p;
+}
 
 int ceil_log2(int n) {
   int l = 0;
@@ -117,8 +126,10 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   // NCCL sees NVLink at 20 / 20.6 / 40.1 GB/s per link (topo.h) where the line rate is 25 / 25 / 50:
   // 80% of the line rate.
   const double nccl_nvlink_GBps = 0.8 * geo.nvlink_Bps / 1e9;
-  // Channels: two per NIC rail on 8-GPU nodes (16 coll channels on H100, nccl-tests#319 log); one
-  // more doubling where NVLink5 doubles the per-GPU bandwidth (assumption, docs/stack-model.md).
+  // Channels: where the GPUs of a domain meet in an NVSwitch, NCCL's own search on the node's
+  // NVLink and NIC bandwidths (sim/select/nccl_search.hpp; 16 coll channels on 2 H100 nodes as the
+  // nccl-tests#319 log prints). Elsewhere (one GPU per domain, GH200's direct NVLink) two per NIC
+  // rail on 8-GPU nodes and one more doubling for NVLink5 (assumption, docs/stack-model.md).
   int channels = geo.sm >= 100 ? 32 : 16;
   if (geo.local_ranks <= 4 && geo.sm < 100) channels = std::min(channels, 2 * std::max(2, geo.local_ranks));
   const double bw_intra = snap_to_nccl_speed(std::min(40.0, nccl_nvlink_GBps / (channels / 2.0)));
@@ -127,6 +138,28 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   const auto inter_type = select::PathType::pix;  // a NIC per GPU on its PCIe switch (GPUDirect RDMA)
   s.ring = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, 4};
   s.tree = {channels, bw_intra, bw_inter, select::PathType::nvl, inter_type, 0, true, geo.nccl_nodes > 1 ? 1 : 3};
+  int comm_channels = channels;
+  std::optional<select::GraphParams> searched_nvls;
+  if (geo.nvswitch && geo.local_ranks >= 2 && geo.nvlink_Bps > 0 &&
+      (geo.nccl_nodes == 1 || geo.nics_domain > 0)) {
+    select::SearchNode node;
+    node.sm = geo.sm;
+    node.gpus = geo.local_ranks;
+    const double links =
+        std::max(1.0, std::round(geo.nvlink_Bps / 1e9 / select::nvlink_link_line_GBps(geo.sm)));
+    node.nvlink_GBps = links * select::nccl_nvlink_link_GBps(geo.sm);
+    if (geo.nccl_nodes > 1) {
+      node.nets = geo.nics_domain;
+      // NCCL rates a PCIe x16 link at 3/4 of its line rate (src/graph/topo.cc: Gen4 24, Gen5 48 GB/s).
+      const double pcie = geo.pcie_Bps > 0 ? 0.75 * geo.pcie_Bps / 1e9 : kInf;
+      node.net_path_GBps = std::min(geo.nic_port_Bps / 1e9, pcie);
+    }
+    const select::SearchedGraphs g = select::search_nvswitch_node(node);
+    s.ring = g.ring;
+    s.tree = g.tree;
+    comm_channels = g.comm_channels;
+    searched_nvls = g.nvls;
+  }
   // NVLS heads each drive one NIC: the NVLS graph's bwInter is a whole NIC (src/graph/search.cc
   // searches NVLS graphs per NIC), where Ring/Tree share the domain's NICs among all channels.
   const double nvls_inter = geo.nccl_nodes > 1 ? snap_to_nccl_speed(geo.nic_gpu_Bps / 1e9) : bw_intra;
@@ -140,8 +173,13 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   s.nvls_support = knobs.env.nvls_enable != 0 && geo.sm >= 90 && geo.nvswitch && geo.local_ranks > 2 &&
                    geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
   s.nvls_channels = channels;
+  if (searched_nvls) {
+    s.nvls = *searched_nvls;
+    s.nvls_channels = select::nccl_default_nvls_channels(geo.sm, geo.nccl_nodes);
+    if (searched_nvls->n_channels == 0) s.nvls_support = false;
+  }
   s.collnet_support = knobs.collnet;
-  s.n_channels = channels;
+  s.n_channels = comm_channels;
   return s;
 }
 
@@ -183,8 +221,11 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
     if (spec.node.nic_per_gpu && nic.gpu >= gpus_per_node) continue;
     nic_node += nic.bandwidth_Bps;
     if (nic.gpu == 0) nic_gpu0 += nic.bandwidth_Bps;
+    geo_.nic_port_Bps = std::max(geo_.nic_port_Bps, nic.bandwidth_Bps);
     ++used;
   }
+  geo_.nics_domain = used * domain;
+  geo_.pcie_Bps = spec.node.pcie_bandwidth_Bps;
   if (used == 0 && geo_.nodes > domain)
     throw InputError(fmt::format("cluster {}: node.nics is empty but the communicator spans {} NVLink domains",
                                  spec.origin, geo_.nccl_nodes));
@@ -195,6 +236,12 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
   contention_.emplace(topo_ptr, layout);
   shape_ = comm_shape(geo_, knobs_);
   tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
+}
+
+int Predictor::p2p_channels_per_nvlink_peer() const {
+  const double links =
+      std::max(1.0, std::round(geo_.nvlink_Bps / 1e9 / select::nvlink_link_line_GBps(geo_.sm)));
+  return pow2_up(std::min(shape_.n_channels, 2 * static_cast<int>(links)));
 }
 
 Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const {
@@ -220,7 +267,9 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     // channels any peer allows (src/graph/paths.cc ncclTopoComputeP2pChannels): 2 x NVLinks per
     // NVLink peer, capped by the communicator's channels, so all of them through an NVSwitch; 2 over
     // PCIe and for a peer across the network.
-    const int channels_per_peer = (geo_.nccl_nodes == 1 && geo_.nvswitch) ? shape_.n_channels : 2;
+    const int channels_per_peer =
+        (geo_.nccl_nodes == 1 && geo_.nvswitch) ? p2p_channels_per_nvlink_peer() : 2;
+    const int p2p_channels = pow2_up(shape_.n_channels);
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
     c.proto = per_peer <= channels_per_peer * 16384.0 ? Proto::ll : Proto::simple;
     if (knobs_.env.proto) {
@@ -239,7 +288,7 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
       protocol::P2pInputs pi;
       pi.peer_bytes = static_cast<std::uint64_t>(per_peer);
       pi.ranks = n;
-      pi.p2p_channels = shape_.n_channels;
+      pi.p2p_channels = p2p_channels;
       pi.channels_per_peer = channels_per_peer;
       if (c.proto == Proto::ll) {
         pi.chunk_bytes = protocol::default_buffer_bytes(Proto::ll) / protocol::kNcclSteps;
@@ -248,7 +297,7 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
       }
       const protocol::P2pSplit split = protocol::p2p_split(pi);
       const int peers = op == CollectiveOp::alltoall ? n : 1;
-      c.channels = std::min(shape_.n_channels, split.channels * peers);
+      c.channels = std::min(p2p_channels, split.channels * peers);
       c.p2p_steps = split.steps;
     }
   }

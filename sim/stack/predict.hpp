@@ -77,6 +77,9 @@ struct CommGeometry {
   double nvlink_Bps = 0;  // per GPU per direction, line rate
   double nic_domain_Bps = 0;  // all NICs of one NVLink domain used by the communicator, line rate
   double nic_gpu_Bps = 0;     // the NIC(s) of one GPU
+  int nics_domain = 0;        // NICs of one NVLink domain used by the communicator
+  double nic_port_Bps = 0;    // the fastest of those NICs, line rate
+  double pcie_Bps = 0;        // GPU <-> NIC PCIe, line rate per direction
   double route_latency_intra_s = 0;  // GPU -> GPU inside a domain (topology)
   double route_latency_inter_s = 0;  // GPU -> GPU across domains (topology)
 };
@@ -113,11 +116,15 @@ public:
   const CommGeometry& geometry() const { return geo_; }
 
 private:
-  CommGeometry geo_;
-  select::CommShape shape_;
-  select::TuneTables tables_;
-  Knobs knobs_;
-  std::optional<ContentionCache> contention_;  // set by the constructor
+ // p2pnChannelsPerPeer for a peer in the same NVSwitch domain: 2 x the NVLinks to it, capped by
+ // the communicator's channels, as a power of two (src/graph/paths.cc).
+ int p2p_channels_per_nvlink_peer() const;
+
+ CommGeometry geo_;
+ select::CommShape shape_;
+ select::TuneTables tables_;
+ Knobs knobs_;
+ std::optional<ContentionCache> contention_;  // set by the constructor
 };
 
 // One-shot form of Predictor::predict.

@@ -14,7 +14,7 @@ commstack_cli_test(NAME stack_validate_outlier
 commstack_cli_test(NAME stack_validate_forced_ring
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt
        --nodes 1 --gpus-per-node 8 --algo ring --proto simple
-  MATCH "134217728 +613.30 +[0-9.]+ +[-0-9.]+  Ring/Simple/16")
+  MATCH "134217728 +613.30 +[0-9.]+ +[-0-9.]+  Ring/Simple/24")
 commstack_cli_test(NAME stack_validate_json
   ARGS validate --cluster hgx-b200 --measured ${_stack_data}/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt
        --nodes 2 --gpus-per-node 8 --format json

@@ -169,8 +169,11 @@ TEST_CASE("stack: selection matches NCCL's choices in the nccl#1453 H100 3-node 
                                             {true});
   REQUIRE(log.choices.size() == 11);
   Predictor pr(spec, 3, 8);
-  CHECK(pr.shape().ring.n_channels == 16);
-  CHECK(pr.shape().tree.bw_inter == 12.0);  // 8 x 25 GB/s over 16 channels, NCCL's speed steps
+  // NCCL's search (sim/select/nccl_search): one channel per 25 GB/s NIC at 24 GB/s (NCCL's speed
+  // step), doubled for the communicator: the log's "Channel 00/16".
+  CHECK(pr.shape().ring.n_channels == 8);
+  CHECK(pr.shape().tree.bw_inter == 24.0);
+  CHECK(pr.shape().n_channels == 16);
   int match = 0;
   for (const auto& c : log.choices) {
     const auto choice = pr.choose(CollectiveOp::allreduce, c.bytes);
@@ -403,12 +406,14 @@ TEST_CASE("stack: the per-chunk sync hides behind the network when the NIC is th
   // Ring/Simple all-reduce of 1 GiB. Two DGX H100: the NICs (8 x 50 GB/s) are slower than NVLink
   // (450 GB/s per GPU), so a small per-chunk GPU sync leaves the time unchanged, and a large one
   // shows only by what the GPU stage then takes beyond the NIC stage. One node: NVLink is the only
-  // stage, every chunk's sync adds in series.
+  // stage, every chunk's sync adds in series. Both on 16 channels (NCCL gives one node 24), so that
+  // both split the buffer into as many chunks.
   const auto spec = topologies::load_cluster("dgx-h100");
   Profile prof = sim::stack::prior_profile(90);
   sim::stack::Knobs knobs;
   knobs.env.algo = "ring";
   knobs.env.proto = "simple";
+  knobs.env.max_ctas = 16;
   const std::uint64_t S = 1ull << 30;
   auto time_with_sync = [&](int nodes, double sync_us) {
     Profile p = prof;

@@ -1,0 +1,39 @@
+#pragma once
+// NCCL's topology search (src/graph/search.cc ncclTopoCompute, v2.28.9) for the nodes the presets
+// describe: GPUs that meet in an NVSwitch, each with the same NVLink bandwidth, and (across nodes)
+// a set of identical NICs behind PCIe. On such a node the search is a pure function of a few
+// numbers: the per-channel speeds it tries, how many channels fit at each speed on the GPUs'
+// NVLinks and on the NICs, when it stops, when it duplicates channels, and how pass 2 raises the
+// speed. ncclTopoPostset (src/graph/connect.cc) then doubles the channels for the communicator.
+// docs/nccl-selection.md "Channels" explains the steps and lists what it gives per preset.
+#include "sim/select/nccl_tuner.hpp"
+
+namespace commstack::select {
+
+struct SearchNode {
+  int sm = 90;               // compute capability x10: picks NCCL's speed arrays (sm80 / sm90 / sm100)
+  int gpus = 8;              // GPUs of the communicator in one node (NVLink domain)
+  double nvlink_GBps = 0;    // NCCL's NVLink bandwidth of one GPU: links x per-link bandwidth (topo.h)
+  int nets = 0;              // NICs of one node the communicator uses; 0 on one node (no network)
+  double net_path_GBps = 0;  // NCCL's GPU -> NIC path bandwidth: min(NIC port, PCIe)
+};
+
+struct SearchedGraphs {
+  GraphParams ring, tree;  // what NCCL's GRAPH lines would print (channels after ncclTopoDupChannels)
+  GraphParams nvls;        // the NVLS graph (NVLS and NVLSTree): one channel per head GPU
+  int comm_channels = 1;   // comm->nChannels after ncclTopoPostset, before NCCL_MIN/MAX_CTAS
+};
+
+// Throws InputError when the node has no NVLink bandwidth, or NICs without bandwidth.
+SearchedGraphs search_nvswitch_node(const SearchNode& node);
+
+// NCCL's NVLink bandwidth per link as its topology sees it (topo.h SM80/SM90/SM100_NVLINK_BW), and
+// the line rate of one link of that generation, to count links from a per-GPU line rate.
+double nccl_nvlink_link_GBps(int sm);
+double nvlink_link_line_GBps(int sm);
+
+// comm->nvlsChannels by default (src/transport/nvls.cc): 16 on Hopper; on Blackwell 24 inside one
+// NVLink domain, 32 across domains.
+int nccl_default_nvls_channels(int sm, int nodes);
+
+}  // namespace commstack::select

@@ -1,0 +1,124 @@
+// NCCL's topology search on NVSwitch nodes (sim/select/nccl_search): the graphs and channel counts
+// src/graph/search.cc and connect.cc give, worked out by hand from their rules (docs/nccl-selection.md
+// "Channels"), and the one count a shared log prints (nccl-tests#319: 16 coll channels on 2 x 8 H100).
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "sim/select/nccl_search.hpp"
+
+using namespace commstack::select;
+
+namespace {
+
+SearchNode one_node(int sm, int links) {
+  SearchNode n;
+  n.sm = sm;
+  n.gpus = 8;
+  n.nvlink_GBps = links * nccl_nvlink_link_GBps(sm);
+  return n;
+}
+
+SearchNode with_nics(SearchNode n, int nets, double path_GBps) {
+  n.nets = nets;
+  n.net_path_GBps = path_GBps;
+  return n;
+}
+
+struct OneNodeExpect {
+  int ring_channels;
+  double ring_bw;
+  int comm_channels;
+  int nvls_heads;
+  double nvls_bw;
+};
+
+void check_one_node(const SearchedGraphs& g, const OneNodeExpect& e) {
+  CHECK(g.ring.n_channels == e.ring_channels);
+  CHECK(g.ring.bw_intra == doctest::Approx(e.ring_bw));
+  CHECK(g.comm_channels == e.comm_channels);
+  CHECK(g.nvls.n_channels == e.nvls_heads);
+  CHECK(g.nvls.bw_intra == doctest::Approx(e.nvls_bw));
+}
+
+}  // namespace
+
+TEST_CASE("search: one DGX A100 node gives 12 ring channels of 20 GB/s, 24 for the communicator") {
+  // 12 NVLinks x 20 GB/s = 240: six channels at 40 GB/s fill it, duplicated to 12 x 20
+  // (ncclTopoDupChannels: sm80 at >= 25 GB/s), doubled again by ncclTopoPostset.
+  const SearchedGraphs g = search_nvswitch_node(one_node(80, 12));
+  CHECK(g.ring.n_channels == 12);
+  CHECK(g.ring.bw_intra == doctest::Approx(20.0));
+  CHECK(g.tree.n_channels == 12);
+  CHECK(g.comm_channels == 24);
+}
+
+TEST_CASE("search: one H100 node gives 12 x 30 GB/s ring channels and an NVLS graph of 8 heads at 40") {
+  // 18 x 20.6 = 370.8 GB/s: 6 x 60 is the best product (7 x 50 and 9 x 40 are not better), and
+  // Hopper duplicates at >= 50 GB/s. NVLS: every GPU is a head, a GPU's links carry 8 + 1 channels:
+  // 9 x 40 <= 370.8 < 9 x 50.
+  check_one_node(search_nvswitch_node(one_node(90, 18)), {12, 30.0, 24, 8, 40.0});
+}
+
+TEST_CASE("search: one B200 node gives 16 x 45 GB/s ring channels (32 for the communicator), NVLS 8 x 80") {
+  // 18 x 40.1 = 721.8 GB/s: 8 x 90, duplicated to 16 x 45; NVLS 9 x 80 <= 721.8 < 9 x 90.
+  check_one_node(search_nvswitch_node(one_node(100, 18)), {16, 45.0, 32, 8, 80.0});
+}
+
+TEST_CASE(
+    "search: two DGX H100 nodes give 8 ring channels at 48 GB/s, 16 coll channels as nccl-tests#319 prints") {
+  // 8 NICs of 400 Gb/s behind PCIe Gen5 (NCCL: 48 GB/s): one channel per NIC at 48; 8 x 48 = 384
+  // covers the GPU's 370.8 GB/s, no duplication below 50 GB/s on Hopper.
+  const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(90, 18), 8, 48.0));
+  CHECK(g.ring.n_channels == 8);
+  CHECK(g.ring.bw_intra == doctest::Approx(48.0));
+  CHECK(g.ring.bw_inter == doctest::Approx(48.0));
+  CHECK(g.tree.n_channels == 8);
+  CHECK(g.comm_channels == 16);
+  // NVLS across nodes: 8 heads at 40 GB/s of NVLink, the network speed raised to the NIC's 48.
+  CHECK(g.nvls.n_channels == 8);
+  CHECK(g.nvls.bw_intra == doctest::Approx(40.0));
+  CHECK(g.nvls.bw_inter == doctest::Approx(48.0));
+}
+
+TEST_CASE("search: A100 nodes with HDR NICs give 8 x 24 GB/s rings; the tree raises its NVLink speed to 30") {
+  // HDR 200 Gb/s (25 GB/s) behind PCIe Gen4 (24): 8 channels at 24 GB/s (16 x 12 is no better).
+  // Pass 2 of the tree search raises bwIntra while the NVLinks allow 8 channels: 28, then 30.
+  const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(80, 12), 8, 24.0));
+  CHECK(g.ring.n_channels == 8);
+  CHECK(g.ring.bw_intra == doctest::Approx(24.0));
+  CHECK(g.tree.n_channels == 8);
+  CHECK(g.tree.bw_intra == doctest::Approx(30.0));
+  CHECK(g.tree.bw_inter == doctest::Approx(24.0));
+  CHECK(g.comm_channels == 16);
+}
+
+TEST_CASE("search: B200 nodes with 400 Gb/s NICs give 16 coll channels, not Blackwell's one-node 32") {
+  const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(100, 18), 8, 48.0));
+  CHECK(g.ring.n_channels == 8);
+  CHECK(g.ring.bw_inter == doctest::Approx(48.0));
+  CHECK(g.comm_channels == 16);
+  CHECK(g.tree.bw_intra == doctest::Approx(96.0));  // pass 2: up to twice the network speed
+  CHECK(g.nvls.n_channels == 8);
+  CHECK(g.nvls.bw_inter == doctest::Approx(48.0));
+}
+
+TEST_CASE("search: NVLS channel defaults and bad inputs") {
+  CHECK(nccl_default_nvls_channels(90, 1) == 16);
+  CHECK(nccl_default_nvls_channels(90, 4) == 16);
+  CHECK(nccl_default_nvls_channels(100, 1) == 24);
+  CHECK(nccl_default_nvls_channels(100, 2) == 32);
+  CHECK_THROWS_AS(search_nvswitch_node(one_node(90, 0)), commstack::InputError);
+  CHECK_THROWS_AS(search_nvswitch_node(with_nics(one_node(90, 18), 8, 0.0)), commstack::InputError);
+}
+
+TEST_CASE("search: more NVLink never gives fewer channels x speed") {
+  // Invariant of the search: the ring graph's total bandwidth grows with the GPU's NVLink.
+  double last = 0;
+  for (int links = 2; links <= 18; ++links) {
+    const SearchedGraphs g = search_nvswitch_node(one_node(90, links));
+    const double total = g.ring.n_channels * g.ring.bw_intra;
+    CHECK(total >= last);
+    CHECK(total <= links * nccl_nvlink_link_GBps(90) + 1e-9);
+    last = total;
+  }
+}
