@@ -17,6 +17,7 @@
 #include "sim/report/otf2_writer.hpp"
 #include "sim/report/sweep.hpp"
 #include "sim/report/trace.hpp"
+#include "sim/select/nccl_search.hpp"
 #include "sim/stack/predict.hpp"
 #include "topologies/cluster.hpp"
 
@@ -192,6 +193,8 @@ void run(const CollectiveOptions& o) {
                                    profile.sm, o.cluster, sm));
     info.model = fmt::format("calibrated stack model, profile {} ({}), NCCL {} selection", profile.name,
                              profile.origin, select::to_string(knobs.nccl_version));
+    // The communicator as NCCL's topology search builds it (what NCCL_DEBUG=INFO prints at init).
+    info.model += "; " + select::describe_comm(predictor->shape());
     info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
   } else if (stack_flags) {
     throw InputError(

@@ -15,6 +15,8 @@
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
+#include "sim/select/nccl_search.hpp"
+#include "sim/stack/predict.hpp"
 
 namespace commstack::cli {
 namespace {
@@ -166,6 +168,11 @@ void run_validate(const ValidateOptions& o) {
     throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
                                  profile.origin, profile.sm, run.cluster_name, sm));
   const fit::ValidationResult v = fit::validate_run(run, profile);
+  // The communicator as NCCL's topology search builds it for this run (NCCL_DEBUG=INFO prints the
+  // same counts at init: "24 coll channels, ... nvls channels").
+  const select::CommShape shape =
+      sim::stack::Predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs).shape();
+  const std::string comm_line = select::describe_comm(shape);
 
   if (o.format == "json") {
     nlohmann::json rows = nlohmann::json::array();
@@ -189,6 +196,11 @@ void run_validate(const ValidateOptions& o) {
                        {"time_column", run.in_place ? "in-place" : "out-of-place"},
                        {"profile", profile.name},
                        {"nccl_selection", select::to_string(run.knobs.nccl_version)},
+                       {"nccl_comm",
+                        {{"coll_channels", shape.n_channels},
+                         {"ring_graph_channels", shape.ring.n_channels},
+                         {"ring_graph_bw_GBps", shape.ring.bw_intra},
+                         {"nvls_channels", shape.nvls_support ? shape.nvls_channels : 0}}},
                        {"rows", rows},
                        {"mape_percent", v.mape_percent},
                        {"mape_ge_1MiB_percent", v.mape_large_percent},
@@ -217,10 +229,10 @@ void run_validate(const ValidateOptions& o) {
                "predicted_busbw_GBps{}\n",
                o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
   } else {
-    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({}), NCCL {} selection\n",
+    fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({}), NCCL {} selection; {}\n",
                run.file, run.cluster_name, run.nodes, run.gpus_per_node, sim::to_string(run.op),
                run.in_place ? "in-place" : "out-of-place", profile.name, profile.origin,
-               select::to_string(run.knobs.nccl_version));
+               select::to_string(run.knobs.nccl_version), comm_line);
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why

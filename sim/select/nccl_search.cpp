@@ -175,6 +175,13 @@ double nvlink_link_line_GBps(int sm) {
   return sm >= 100 ? 50.0 : 25.0;
 }
 
+std::string describe_comm(const CommShape& shape) {
+  std::string out = fmt::format("{} coll channels (ring graph {} x {:g} GB/s)", shape.n_channels,
+                                shape.ring.n_channels, shape.ring.bw_intra);
+  if (shape.nvls_support) out += fmt::format(", {} nvls channels", shape.nvls_channels);
+  return out;
+}
+
 int nccl_default_nvls_channels(int sm, int nodes) {
   if (sm >= 100) return nodes > 1 ? 32 : 24;
   return 16;

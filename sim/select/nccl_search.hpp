@@ -6,6 +6,8 @@
 // NVLinks and on the NICs, when it stops, when it duplicates channels, and how pass 2 raises the
 // speed. ncclTopoPostset (src/graph/connect.cc) then doubles the channels for the communicator.
 // docs/nccl-selection.md "Channels" explains the steps and lists what it gives per preset.
+#include <string>
+
 #include "sim/select/nccl_tuner.hpp"
 
 namespace commstack::select {
@@ -35,5 +37,9 @@ double nvlink_link_line_GBps(int sm);
 // comm->nvlsChannels by default (src/transport/nvls.cc): 16 on Hopper; on Blackwell 24 inside one
 // NVLink domain, 32 across domains.
 int nccl_default_nvls_channels(int sm, int nodes);
+
+// The communicator in the words NCCL_DEBUG=INFO uses at init: "24 coll channels (ring graph 12 x 20
+// GB/s), 16 nvls channels" (the NVLS part only where NVLS is supported).
+std::string describe_comm(const CommShape& shape);
 
 }  // namespace commstack::select

@@ -121,3 +121,11 @@ commstack_cli_test(NAME validate.contention_note
   ARGS validate --cluster tests/cli/cluster-h100-4to1-tor.json
        --measured calibration/data/nccl-tests/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt@nodes=16,gpus_per_node=8
   MATCH "# note: the cluster's fabric carries this run's network traffic up to 3.200x slower than its NICs alone")
+# The communicator NCCL's search builds: one DGX A100 node runs 24 coll channels (12 graph channels of
+# 20 GB/s, doubled), two DGX H100 nodes 16 with 16 NVLS channels (docs/nccl-selection.md "Channels").
+commstack_cli_test(NAME stack_collective_nccl_channels_a100
+  ARGS collective --cluster dgx-a100 --nodes 1 -b 1M -e 1M
+  MATCH "24 coll channels \\(ring graph 12 x 20 GB/s\\)")
+commstack_cli_test(NAME stack_collective_nccl_channels_h100_2nodes
+  ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 1M
+  MATCH "16 coll channels \\(ring graph 8 x 48 GB/s\\), 16 nvls channels")
