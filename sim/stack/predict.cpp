@@ -467,15 +467,18 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         // a chunk goes through the stages of the loop one after the other: the reduction in the
         // switch (multimem.ld_reduce), across domains one network hop up and one down per tree level
         // (NVLSTree: the heads' sends and receives), and the multicast (multimem.st). Loop k+1
-        // enters a stage as loop k leaves it, so a call takes loops + stages - 1 loop-times: one
-        // loop's bytes at the achieved rate per stage beyond the first, on top of the bandwidth term.
-        // On one node (2 stages) this is what makes the H100 busbw jump where NCCL doubles the NVLS
-        // chunk (1 GiB on 8 GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync alone
-        // predicts; on two nodes (4 stages) what keeps NVLSTree 5-10% below its bandwidth bound up
-        // to 128 MiB (issue309 logs).
+        // enters a stage as loop k leaves it, so a call takes the slowest stage's time for every
+        // loop (the bandwidth term) plus one loop through each of the other stages, each at its own
+        // rate: the two NVLink stages at the GPU's, the network hops at the NICs'. On one node
+        // (2 equal stages) this is one loop-time, what makes the H100 busbw jump where NCCL doubles
+        // the NVLS chunk (1 GiB on 8 GPUs: 437 -> 466 GB/s, dgxc log) less than the per-chunk sync
+        // alone predicts; on two H100 nodes the NVLink stages are the slow ones and the two hops add
+        // what keeps NVLSTree 5-10% below its bandwidth bound up to 128 MiB (issue309 logs).
         const double loop_bytes = static_cast<double>(nch) * std::max(1, g) * out.chunk_bytes;
-        const double extra_stages = 1.0 + steps.inter;
-        r.protocol_s += extra_stages * std::min(1.0, loop_bytes / S) * (S_bus / capped);
+        const double t_nvlink = S_bus / std::min(intra_achieved * wire, channels_Bps);
+        const double t_net = std::isfinite(inter_achieved) ? S_bus / (inter_achieved * wire) : 0.0;
+        const double fill = std::max(0.0, 2 * t_nvlink + steps.inter * t_net - S_bus / capped);
+        r.protocol_s += std::min(1.0, loop_bytes / S) * fill;
       }
       if (choice.p2p_steps > 0) {
         // P2P (Simple and LL) moves each chunk twice, sender into the FIFO slot and receiver out of
