@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -273,6 +274,23 @@ void note_env_from_info(std::string_view body, int line, std::map<std::string, N
   env.try_emplace(std::string(name_toks.back()), NcclTestsEnvSetting{std::string(value), line});
 }
 
+// "NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels
+// per peer": the communicator's channel counts (the first line printed; a count that is not a small
+// positive number leaves the field unset).
+void note_channels_from_info(std::string_view body, int line, NcclTestsResult& res) {
+  if (res.coll_channels || body.find(" coll channels") == std::string_view::npos) return;
+  const auto toks = split_ws(body);
+  for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
+    if (toks[i + 2].substr(0, 8) != "channels") continue;
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(toks[i].data(), toks[i].data() + toks[i].size(), v);
+    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < 1 || v > 64) continue;
+    if (toks[i + 1] == "coll") res.coll_channels = v;
+    if (toks[i + 1] == "nvls") res.nvls_channels = v;
+  }
+  if (res.coll_channels) res.channels_line = line;
+}
+
 // VAR=value words of a launcher line: "mpirun -x NCCL_ALGO=Ring ...", "srun --export=ALL,NCCL_PROTO=Simple",
 // "NCCL_MIN_CTAS=24 ./all_reduce_perf", "export NCCL_ALGO=Tree".
 void note_env_from_command(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
@@ -359,7 +377,10 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     }
     if (body.find("NCCL INFO") != std::string_view::npos ||
         body.find("NCCL WARN") != std::string_view::npos) {
-      if (!in_table || res.rows.empty()) note_env_from_info(body, ln.number, res.env);
+      if (!in_table || res.rows.empty()) {
+        note_env_from_info(body, ln.number, res.env);
+        note_channels_from_info(body, ln.number, res);
+      }
       continue;  // interleaved NCCL debug output
     }
 

@@ -106,6 +106,11 @@ struct NcclTestsResult {
   // on launcher lines before the table (mpirun -x, srun --export=..., env / export prefixes).
   // The first mention of a variable is kept (every rank prints the same line).
   std::map<std::string, NcclTestsEnvSetting> env;
+  // The communicator NCCL built, from its init line "NCCL INFO 16 coll channels, 16 collnet
+  // channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer" (NCCL_DEBUG=INFO; the
+  // first such line, every rank prints its own).
+  std::optional<int> coll_channels, nvls_channels;
+  int channels_line = 0;
 };
 
 // Parses nccl-tests output. `origin` names the input in error messages (a path). `op_hint`

@@ -311,6 +311,25 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
             spec.file, *log.nccl_version, select::to_string(m->version)));
     }
   }
+  // The channels NCCL printed for this run's communicator (NCCL_DEBUG=INFO) are what it ran on:
+  // they replace the modelled search's, and a note says whether the two agree.
+  if (log.coll_channels) {
+    int searched =
+        sim::stack::Predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs).shape().n_channels;
+    // NCCL prints its count after NCCL_MIN_CTAS / NCCL_MAX_CTAS (connect.cc): compare like with like.
+    if (run.knobs.env.max_ctas > 0) searched = std::min(searched, run.knobs.env.max_ctas);
+    if (run.knobs.env.min_ctas > 0) searched = std::max(searched, run.knobs.env.min_ctas);
+    run.knobs.comm_channels = *log.coll_channels;
+    if (log.nvls_channels) run.knobs.nvls_channels = *log.nvls_channels;
+    run.notes.push_back(
+        *log.coll_channels == searched
+            ? fmt::format("{}:{}: NCCL printed {} coll channels, as its search gives for this cluster",
+                          spec.file, log.channels_line, *log.coll_channels)
+            : fmt::format(
+                  "{}:{}: NCCL printed {} coll channels where its search as modelled gives {} for this "
+                  "cluster: the prediction uses the printed {}",
+                  spec.file, log.channels_line, *log.coll_channels, searched, *log.coll_channels));
+  }
   // nccl-tests -G: the header's "graph:" count, unless the spec says.
   if (spec.cuda_graph)
     run.knobs.cuda_graph = *spec.cuda_graph;

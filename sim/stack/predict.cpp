@@ -180,6 +180,8 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   }
   s.collnet_support = knobs.collnet;
   s.n_channels = comm_channels;
+  if (knobs.comm_channels > 0) s.n_channels = knobs.comm_channels;
+  if (knobs.nvls_channels > 0) s.nvls_channels = knobs.nvls_channels;
   return s;
 }
 

@@ -31,6 +31,10 @@ struct Knobs {
   // Whose tuning model picks the algorithm, protocol and channels (NCCL's constants change between
   // releases; sim/select/tuning_constants.hpp).
   select::NcclVersion nccl_version = select::default_nccl_version();
+  // The communicator's channels as the measured run's NCCL printed them ("16 coll channels, ...
+  // 16 nvls channels", NCCL_DEBUG=INFO); 0: NCCL's search as modelled (sim/select/nccl_search).
+  int comm_channels = 0;
+  int nvls_channels = 0;
 };
 
 // Where the layers' contributions go. All in seconds.

@@ -129,3 +129,9 @@ commstack_cli_test(NAME stack_collective_nccl_channels_a100
 commstack_cli_test(NAME stack_collective_nccl_channels_h100_2nodes
   ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 1M
   MATCH "16 coll channels \\(ring graph 8 x 48 GB/s\\), 16 nvls channels")
+# A log with NCCL_DEBUG=INFO init lines: the channels NCCL printed replace the modelled search's, and
+# a note says they differ (tests/cli/nccl-tests-a100-info-32ch.txt is synthetic).
+commstack_cli_test(NAME stack_validate_printed_channels
+  ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-info-32ch.txt
+       --nodes 1 --gpus-per-node 8
+  MATCH "NCCL printed 32 coll channels where its search as modelled gives 24 for this cluster[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/LL/32")

@@ -61,6 +61,35 @@ TEST_CASE("parse: nccl-tests small table with rank lines, #wrong and N/A") {
   CHECK(*r.run.max_bytes == 16);
 }
 
+TEST_CASE("parse: nccl-tests interleaved with NCCL_DEBUG=INFO keeps the communicator's channel counts") {
+  // The init line before the table is this run's; one after its first row belongs to a later run in
+  // the same file (the nccl-tests#319 log has such a section) and is not taken.
+  std::string text = kSmall;
+  const std::string info =
+      "node-a:6287:6290 [0] NCCL INFO 24 coll channels, 0 collnet channels, 16 nvls channels, 32 p2p "
+      "channels, 32 "
+      "p2p channels per peer\n";
+  text.insert(text.find("#       size"), info);
+  NcclTestsResult r = parse_nccl_tests(text, "info.txt", NcclTestsOp::all_reduce);
+  REQUIRE(r.coll_channels);
+  CHECK(*r.coll_channels == 24);
+  CHECK(*r.nvls_channels == 16);
+  CHECK(r.channels_line == 9);
+  REQUIRE(r.rows.size() == 2);
+
+  std::string later = kSmall;
+  later.insert(later.find("          16 "), info);
+  CHECK_FALSE(parse_nccl_tests(later, "later.txt", NcclTestsOp::all_reduce).coll_channels);
+  // "0 nvls channels" (no NVLS) and a garbled count leave the field unset.
+  std::string zero = kSmall;
+  zero.insert(zero.find("#       size"),
+              "h:1:1 [0] NCCL INFO 16 coll channels, 0 collnet channels, 0 nvls channels, 16 p2p channels\n"
+              "h:1:1 [0] NCCL INFO x9 coll channels\n");
+  const NcclTestsResult z = parse_nccl_tests(zero, "zero.txt", NcclTestsOp::all_reduce);
+  CHECK(*z.coll_channels == 16);
+  CHECK_FALSE(z.nvls_channels);
+}
+
 TEST_CASE("parse: nccl-tests -I per-iteration columns") {
   std::string text =
       "# Collective test starting: reduce_scatter_perf\n"
