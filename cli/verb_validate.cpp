@@ -184,7 +184,9 @@ void run_validate(const ValidateOptions& o) {
                        {"algorithm", r.prediction.algorithm},
                        {"protocol", select::to_string(r.prediction.proto)},
                        {"channels", r.prediction.channels},
-                       {"disturbed", r.disturbed}};
+                       {"disturbed", r.disturbed},
+                       {"nccl_logged_choice", r.logged_choice}};
+      if (r.model_choice) j["model_choice"] = *r.model_choice;
       if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
       rows.push_back(j);
     }
@@ -236,6 +238,24 @@ void run_validate(const ValidateOptions& o) {
     fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
+  int logged = 0, agree = 0;
+  for (const auto& r : v.rows) {
+    if (!r.logged_choice) continue;
+    ++logged;
+    if (!r.model_choice) {
+      ++agree;
+      continue;
+    }
+    fmt::print(
+        "# note: size {}: NCCL ran {}/{} (its TUNING line), the model's selection picks {}: predicted with "
+        "NCCL's\n",
+        r.bytes, r.prediction.algorithm, select::to_string(r.prediction.proto), *r.model_choice);
+  }
+  if (logged > 0)
+    fmt::print(
+        "# selection: the model picks NCCL's algorithm and protocol at {} of the {} sizes its TUNING lines "
+        "give\n",
+        agree, logged);
   for (const auto& r : v.rows)
     if (r.disturbed)
       fmt::print(

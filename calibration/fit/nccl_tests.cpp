@@ -408,6 +408,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
           if (kinds[i] != Col::timestamp && half[i] == 0 && kinds[i] > Col::root)
             fail(origin, ln.number, fmt::format("column header: '{}' before any time column", res.columns[i]));
         in_table = true;
+        res.table_first_line = ln.number;
         continue;
       }
       if (starts_with_ci(h, "Rank ")) {
@@ -512,6 +513,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       }
     }
     res.rows.push_back(std::move(row));
+    res.table_last_line = ln.number;
   }
 
   if (kinds.empty())

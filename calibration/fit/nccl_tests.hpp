@@ -111,6 +111,9 @@ struct NcclTestsResult {
   // first such line, every rank prints its own).
   std::optional<int> coll_channels, nvls_channels;
   int channels_line = 0;
+  // Lines of the result table: its column header and its last row (0 when none). NCCL's per-call
+  // TUNING lines of this run's sizes print between the two.
+  int table_first_line = 0, table_last_line = 0;
 };
 
 // Parses nccl-tests output. `origin` names the input in error messages (a path). `op_hint`

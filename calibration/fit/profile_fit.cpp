@@ -7,11 +7,13 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <boost/math/tools/minima.hpp>
 
+#include "calibration/fit/nccl_log.hpp"
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/published_table.hpp"
 #include "calibration/fit/text_lines.hpp"
@@ -187,7 +189,80 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
   }
 }
 
+// NCCL's per-call TUNING lines in an nccl-tests log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING):
+// the algorithm and protocol NCCL ran for each measured size. All-reduce only, whose nBytes is the
+// size column (other collectives print per-rank bytes), printed between the table's header and its
+// last row (a file can hold several runs). Sizes logged with two different choices are
+// left to the model; a log whose NCCL lines cannot be read keeps the model's selection, with a note.
+void read_logged_choices(const RunSpec& spec, const NcclTestsResult& table, MeasuredRun& run) {
+  if (run.op != sim::CollectiveOp::allreduce) return;
+  const std::string text = detail::read_text_file(spec.file);
+  if (text.find(" Bytes -> Algo ") == std::string::npos) return;  // no TUNING lines: nothing to use
+  NcclLog log;
+  try {
+    log = parse_nccl_log(text, spec.file, NcclLogOptions{true});
+  } catch (const InputError& e) {
+    run.notes.push_back(
+        fmt::format("NCCL's TUNING lines not used ({}): algorithms and protocols are the model's", e.what()));
+    return;
+  }
+  std::map<std::uint64_t, MeasuredRun::LoggedChoice> seen;
+  std::set<std::uint64_t> conflicting;
+  for (const auto& c : log.choices) {
+    // Only the lines printed while this table ran (a file can hold several runs).
+    if (c.line < table.table_first_line || c.line > table.table_last_line) continue;
+    if (!c.func.empty() && c.func != "AllReduce") continue;
+    select::Algo algo;
+    select::Proto proto;
+    if (!select::parse_algo(c.algo, algo) || !select::parse_proto(c.proto, proto)) continue;
+    const auto [it, fresh] = seen.try_emplace(c.bytes, MeasuredRun::LoggedChoice{algo, proto, c.line});
+    if (!fresh && (it->second.algo != algo || it->second.proto != proto)) conflicting.insert(c.bytes);
+  }
+  int used = 0;
+  for (const std::uint64_t b : run.bytes) {
+    const auto it = seen.find(b);
+    if (it == seen.end() || conflicting.count(b)) continue;
+    run.logged_choices.emplace(b, it->second);
+    ++used;
+  }
+  if (used > 0)
+    run.notes.push_back(fmt::format(
+        "{}: NCCL's TUNING lines give the algorithm and protocol of {} of the {} sizes: "
+        "those are predicted with NCCL's choice{}",
+        spec.file, used, run.bytes.size(),
+        conflicting.empty()
+            ? ""
+            : fmt::format(" ({} sizes logged with two choices are the model's)", conflicting.size())));
+}
+
 }  // namespace
+
+sim::stack::Predictor::Choice choose_for_run(
+    const MeasuredRun& run, const sim::stack::Predictor& predictor, std::uint64_t bytes,
+    std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>>& forced,
+    std::optional<std::string>* model) {
+  const auto modelled = predictor.choose(run.op, bytes);
+  const auto it = run.logged_choices.find(bytes);
+  if (it == run.logged_choices.end()) return modelled;
+  const auto& logged = it->second;
+  auto& slot = forced[{select::idx(logged.algo), select::idx(logged.proto)}];
+  if (!slot) {
+    sim::stack::Knobs k = run.knobs;
+    k.env.algo = select::to_string(logged.algo);
+    k.env.proto = select::to_string(logged.proto);
+    slot = std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, k);
+  }
+  sim::stack::Predictor::Choice c;
+  try {
+    c = slot->choose(run.op, bytes);
+  } catch (const InputError&) {
+    return modelled;  // a pair the modelled communicator does not allow (say NVLS on a preset without it)
+  }
+  if (c.algo != logged.algo || c.proto != logged.proto) return modelled;
+  if (model && (modelled.algo != logged.algo || modelled.proto != logged.proto))
+    *model = fmt::format("{}/{}", select::to_string(modelled.algo), select::to_string(modelled.proto));
+  return c;
+}
 
 MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
   MeasuredRun run;
@@ -357,18 +432,22 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     "time{}",
                     spec.file, in_place_column ? "in-place" : "out-of-place",
                     (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
+  if (!one_column) read_logged_choices(spec, log, run);
   return run;
 }
 
 ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   sim::stack::Predictor predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs);
+  std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
   ValidationResult out;
   std::vector<double> all, large, small;
   for (std::size_t i = 0; i < run.bytes.size(); ++i) {
     ValidationRow row;
     row.bytes = run.bytes[i];
     row.measured_us = run.measured_us[i];
-    row.prediction = predictor.predict(run.op, row.bytes, profile);
+    const auto choice = choose_for_run(run, predictor, row.bytes, forced, &row.model_choice);
+    row.logged_choice = run.logged_choices.count(row.bytes) > 0;
+    row.prediction = predictor.evaluate(choice, profile);
     row.predicted_us = row.prediction.time_s * 1e6;
     row.error_percent = 100.0 * (row.predicted_us - row.measured_us) / row.measured_us;
     const double ape = std::fabs(row.error_percent);
@@ -491,8 +570,10 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
                                    "is for sm {} (fit one GPU generation at a time)",
                                    run.file, run.cluster_name, sm, prior.sm));
     predictors.push_back(std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, run.knobs));
+    std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
     for (std::size_t i = 0; i < run.bytes.size(); ++i)
-      points.push_back({r, predictors.back()->choose(run.op, run.bytes[i]), run.measured_us[i] * 1e-6});
+      points.push_back(
+          {r, choose_for_run(run, *predictors.back(), run.bytes[i], forced), run.measured_us[i] * 1e-6});
     // One measurement campaign (one input file) weighs as much as one full sweep, whether it is
     // one nccl-tests sweep or a table split into many 1-3 point runs (series / configs of one file).
     const auto same_file =

@@ -4,8 +4,11 @@
 // and fitting a profile's parameters to a set of runs (robust least squares on log time with a
 // prior on every parameter). docs/calibration.md describes the objective and its choices.
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/algorithms/collective.hpp"
@@ -31,7 +34,24 @@ struct MeasuredRun {
   std::uint64_t min_bytes = 0;      // window applied (0 = none)
   std::uint64_t max_bytes = 0;
   std::vector<std::string> notes;   // points the reader dropped and why (published tables' rounding rule)
+  // What NCCL ran, per size, from its TUNING lines in the log (NCCL_DEBUG=INFO with
+  // NCCL_DEBUG_SUBSYS=TUNING, "AllReduce: 16777216 Bytes -> Algo TREE proto LL128 ..."): those sizes
+  // are predicted with NCCL's algorithm and protocol, so the error left is the cost layers'.
+  struct LoggedChoice {
+    select::Algo algo = select::Algo::ring;
+    select::Proto proto = select::Proto::simple;
+    int line = 0;
+  };
+  std::map<std::uint64_t, LoggedChoice> logged_choices;
 };
+
+// The Choice for one measured size: NCCL's logged algorithm and protocol where the log has them
+// (`forced` caches one Predictor per pair), else the modelled selection of `predictor`. `model` gets
+// the modelled selection when it differs from the logged one.
+sim::stack::Predictor::Choice choose_for_run(
+    const MeasuredRun& run, const sim::stack::Predictor& predictor, std::uint64_t bytes,
+    std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>>& forced,
+    std::optional<std::string>* model = nullptr);
 
 struct RunSpec {
   std::string file;
@@ -76,6 +96,10 @@ struct ValidationRow {
   bool disturbed = false;
   std::uint64_t next_bytes = 0;  // the next size (when disturbed)
   double next_measured_us = 0;
+  // The size was predicted with NCCL's logged algorithm / protocol and the modelled selection
+  // picks another: that one ("Tree/LL128"), for the report.
+  std::optional<std::string> model_choice;
+  bool logged_choice = false;  // predicted with NCCL's logged algorithm / protocol
 };
 
 // Which side of the model a run's error sits on: the sizes whose prediction is nearly all fixed

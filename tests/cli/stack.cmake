@@ -135,3 +135,14 @@ commstack_cli_test(NAME stack_validate_printed_channels
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-info-32ch.txt
        --nodes 1 --gpus-per-node 8
   MATCH "NCCL printed 32 coll channels where its search as modelled gives 24 for this cluster[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/LL/32")
+# NCCL's per-call TUNING lines in the log: those sizes are predicted with NCCL's algorithm and
+# protocol, and validate says where the modelled selection differs (synthetic fixtures). Lines
+# printed after the table belong to another run of the file and are not used.
+commstack_cli_test(NAME stack_validate_logged_choices
+  ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning.txt
+       --nodes 1 --gpus-per-node 8
+  MATCH "size 1048576: NCCL ran Ring/Simple \\(its TUNING line\\), the model's selection picks Ring/LL[^\n]*\n# selection: the model picks NCCL's algorithm and protocol at 1 of the 2 sizes[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/Simple/24")
+commstack_cli_test(NAME stack_validate_logged_choices_other_run
+  ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning-after.txt
+       --nodes 1 --gpus-per-node 8
+  MATCH "\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/LL/24")
