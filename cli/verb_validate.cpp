@@ -16,7 +16,6 @@
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "sim/select/nccl_search.hpp"
-#include "sim/stack/predict.hpp"
 
 namespace commstack::cli {
 namespace {
@@ -168,10 +167,9 @@ void run_validate(const ValidateOptions& o) {
     throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
                                  profile.origin, profile.sm, run.cluster_name, sm));
   const fit::ValidationResult v = fit::validate_run(run, profile);
-  // The communicator as NCCL's topology search builds it for this run (NCCL_DEBUG=INFO prints the
-  // same counts at init: "24 coll channels, ... nvls channels").
-  const select::CommShape shape =
-      sim::stack::Predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs).shape();
+  // The communicator the predictions ran on (NCCL_DEBUG=INFO prints the same counts at init:
+  // "24 coll channels, ... nvls channels").
+  const select::CommShape& shape = v.comm;
   const std::string comm_line = select::describe_comm(shape);
 
   if (o.format == "json") {

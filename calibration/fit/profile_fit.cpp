@@ -440,6 +440,7 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   sim::stack::Predictor predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs);
   std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
   ValidationResult out;
+  out.comm = predictor.shape();
   std::vector<double> all, large, small;
   for (std::size_t i = 0; i < run.bytes.size(); ++i) {
     ValidationRow row;

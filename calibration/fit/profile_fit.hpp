@@ -132,6 +132,7 @@ struct ValidationResult {
   double measured_busbw_GBps = 0;
   double predicted_busbw_GBps = 0;
   bool below_hardware = false;  // measured < kBelowHardwareRatio x predicted at the largest size
+  select::CommShape comm;       // the communicator the predictions ran on (channels, graphs)
 };
 
 // A run whose largest message reaches less than this fraction of the predicted bus bandwidth is

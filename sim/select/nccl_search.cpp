@@ -171,8 +171,9 @@ Graph search_nvls(const SearchNode& node) {
 double nccl_nvlink_link_GBps(int sm) {
   return sm >= 100 ? 40.1 : (sm >= 90 ? 20.6 : 20.0);
 }
-double nvlink_link_line_GBps(int sm) {
-  return sm >= 100 ? 50.0 : 25.0;
+int nvlink_links(int sm, double line_Bps) {
+  const double link_line_GBps = sm >= 100 ? 50.0 : 25.0;
+  return std::max(1, static_cast<int>(std::lround(line_Bps / 1e9 / link_line_GBps)));
 }
 
 std::string describe_comm(const CommShape& shape) {

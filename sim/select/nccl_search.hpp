@@ -29,10 +29,11 @@ struct SearchedGraphs {
 // Throws InputError when the node has no NVLink bandwidth, or NICs without bandwidth.
 SearchedGraphs search_nvswitch_node(const SearchNode& node);
 
-// NCCL's NVLink bandwidth per link as its topology sees it (topo.h SM80/SM90/SM100_NVLINK_BW), and
-// the line rate of one link of that generation, to count links from a per-GPU line rate.
+// NCCL's NVLink bandwidth per link as its topology sees it (topo.h SM80/SM90/SM100_NVLINK_BW).
 double nccl_nvlink_link_GBps(int sm);
-double nvlink_link_line_GBps(int sm);
+// NVLinks of one GPU (at least 1) from its per-direction line rate: 25 GB/s per link up to Hopper,
+// 50 on Blackwell.
+int nvlink_links(int sm, double line_Bps);
 
 // comm->nvlsChannels by default (src/transport/nvls.cc): 16 on Hopper; on Blackwell 24 inside one
 // NVLink domain, 32 across domains.

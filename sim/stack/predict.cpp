@@ -145,9 +145,7 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
     select::SearchNode node;
     node.sm = geo.sm;
     node.gpus = geo.local_ranks;
-    const double links =
-        std::max(1.0, std::round(geo.nvlink_Bps / 1e9 / select::nvlink_link_line_GBps(geo.sm)));
-    node.nvlink_GBps = links * select::nccl_nvlink_link_GBps(geo.sm);
+    node.nvlink_GBps = select::nvlink_links(geo.sm, geo.nvlink_Bps) * select::nccl_nvlink_link_GBps(geo.sm);
     if (geo.nccl_nodes > 1) {
       node.nets = geo.nics_domain;
       // NCCL rates a PCIe x16 link at 3/4 of its line rate (src/graph/topo.cc: Gen4 24, Gen5 48 GB/s).
@@ -241,9 +239,7 @@ Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_pe
 }
 
 int Predictor::p2p_channels_per_nvlink_peer() const {
-  const double links =
-      std::max(1.0, std::round(geo_.nvlink_Bps / 1e9 / select::nvlink_link_line_GBps(geo_.sm)));
-  return pow2_up(std::min(shape_.n_channels, 2 * static_cast<int>(links)));
+  return pow2_up(std::min(shape_.n_channels, 2 * select::nvlink_links(geo_.sm, geo_.nvlink_Bps)));
 }
 
 Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const {

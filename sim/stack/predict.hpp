@@ -120,15 +120,15 @@ public:
   const CommGeometry& geometry() const { return geo_; }
 
 private:
- // p2pnChannelsPerPeer for a peer in the same NVSwitch domain: 2 x the NVLinks to it, capped by
- // the communicator's channels, as a power of two (src/graph/paths.cc).
- int p2p_channels_per_nvlink_peer() const;
+  // p2pnChannelsPerPeer for a peer in the same NVSwitch domain: 2 x the NVLinks to it, capped by
+  // the communicator's channels, as a power of two (src/graph/paths.cc).
+  int p2p_channels_per_nvlink_peer() const;
 
- CommGeometry geo_;
- select::CommShape shape_;
- select::TuneTables tables_;
- Knobs knobs_;
- std::optional<ContentionCache> contention_;  // set by the constructor
+  CommGeometry geo_;
+  select::CommShape shape_;
+  select::TuneTables tables_;
+  Knobs knobs_;
+  std::optional<ContentionCache> contention_;  // set by the constructor
 };
 
 // One-shot form of Predictor::predict.
