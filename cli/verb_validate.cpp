@@ -185,6 +185,7 @@ void run_validate(const ValidateOptions& o) {
                        {"disturbed", r.disturbed},
                        {"nccl_logged_choice", r.logged_choice}};
       if (r.model_choice) j["model_choice"] = *r.model_choice;
+      j["nccl_model_us"] = r.nccl_model_us > 0 ? nlohmann::json(r.nccl_model_us) : nlohmann::json(nullptr);
       if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
       rows.push_back(j);
     }
@@ -210,6 +211,15 @@ void run_validate(const ValidateOptions& o) {
                        {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
                        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
                        {"below_hardware", v.below_hardware},
+                       {"nccl_model",
+                        {{"what",
+                          "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
+                          "runs, on the sizes it models"},
+                         {"mape_percent", v.nccl_model_mape_percent},
+                         {"mape_ge_1MiB_percent", v.nccl_model_mape_large_percent},
+                         {"n_ge_1MiB", v.nccl_model_n_large},
+                         {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
+                         {"n_lt_1MiB", v.nccl_model_n_small}}},
                        {"error_split",
                         {{"latency_bound_sizes", v.split.n_latency},
                          {"latency_bound_max_bytes", v.split.latency_max_bytes},
@@ -225,15 +235,19 @@ void run_validate(const ValidateOptions& o) {
   const bool csv = o.format == "csv";
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   if (csv) {
-    fmt::print("size,measured_us,predicted_us,error_percent,algorithm,protocol,channels,measured_busbw_GBps,"
-               "predicted_busbw_GBps{}\n",
-               o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us" : "");
+    fmt::print(
+        "size,measured_us,predicted_us,error_percent,algorithm,protocol,channels,measured_busbw_GBps,"
+        "predicted_busbw_GBps,nccl_model_us{}\n",
+        o.breakdown ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,"
+                      "protocol_us,contention_us"
+                    : "");
   } else {
     fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({}), NCCL {} selection; {}\n",
                run.file, run.cluster_name, run.nodes, run.gpus_per_node, sim::to_string(run.op),
                run.in_place ? "in-place" : "out-of-place", profile.name, profile.origin,
                select::to_string(run.knobs.nccl_version), comm_line);
-    fmt::print("{:>12} {:>12} {:>12} {:>8}  {}\n", "size", "measured_us", "predicted_us", "error%", "algo/proto/channels");
+    fmt::print("{:>12} {:>12} {:>12} {:>8} {:>13}  {}\n", "size", "measured_us", "predicted_us", "error%",
+               "nccl_model_us", "algo/proto/channels");
   }
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
   int logged = 0, agree = 0;
@@ -275,15 +289,17 @@ void run_validate(const ValidateOptions& o) {
       fmt::print("{},{:.3f},{:.3f},{:.2f},{},{},{},{:.4f},{:.4f}", r.bytes, r.measured_us, r.predicted_us, r.error_percent,
                  p.algorithm, select::to_string(p.proto), p.channels, r.bytes * bf / r.measured_us / 1e3,
                  r.bytes * bf / r.predicted_us / 1e3);
+      fmt::print(",{}", r.nccl_model_us > 0 ? fmt::format("{:.3f}", r.nccl_model_us) : "");
       if (o.breakdown)
         fmt::print(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}", b.launch_s * 1e6, b.algorithm_latency_s * 1e6,
                    b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6, b.protocol_s * 1e6,
                    b.contention_s * 1e6);
       fmt::print("\n");
     } else {
-      fmt::print("{:>12} {:>12.2f} {:>12.2f} {:>8.1f}  {}/{}/{}{}\n", r.bytes, r.measured_us, r.predicted_us,
-                 r.error_percent, p.algorithm, select::to_string(p.proto), p.channels,
-                 o.breakdown ? "  [" + breakdown_text(b) + "]" : "");
+      fmt::print("{:>12} {:>12.2f} {:>12.2f} {:>8.1f} {:>13}  {}/{}/{}{}\n", r.bytes, r.measured_us,
+                 r.predicted_us, r.error_percent,
+                 r.nccl_model_us > 0 ? fmt::format("{:.2f}", r.nccl_model_us) : "-", p.algorithm,
+                 select::to_string(p.proto), p.channels, o.breakdown ? "  [" + breakdown_text(b) + "]" : "");
     }
   }
   fmt::print("# where the error is: {}; {}\n", latency_side(v.split), bandwidth_side(v.split));
@@ -292,6 +308,15 @@ void run_validate(const ValidateOptions& o) {
                "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",
                csv ? "# " : "", format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
                100 * v.measured_busbw_GBps / v.predicted_busbw_GBps, v.predicted_busbw_GBps);
+  // The baseline: what NCCL's own tuning model says of the same sizes (unfitted; docs/calibration.md).
+  if (v.nccl_model_n_large + v.nccl_model_n_small > 0)
+    fmt::print(
+        "# NCCL's own model (ncclTopoGetAlgoTime, {} constants) on the same sizes: MAPE {:.2f}% over {} "
+        "sizes "
+        "(>=1MiB: {:.2f}% over {}; <1MiB: {:.2f}% over {})\n",
+        select::to_string(run.knobs.nccl_version), v.nccl_model_mape_percent,
+        v.nccl_model_n_large + v.nccl_model_n_small, v.nccl_model_mape_large_percent, v.nccl_model_n_large,
+        v.nccl_model_mape_small_percent, v.nccl_model_n_small);
   fmt::print("{}MAPE {:.2f}% over {} sizes (>=1MiB: {:.2f}% over {}; <1MiB: {:.2f}% over {})\n", csv ? "# " : "",
              v.mape_percent, v.rows.size(), v.mape_large_percent, v.n_large, v.mape_small_percent, v.n_small);
 }

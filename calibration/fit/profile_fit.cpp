@@ -441,7 +441,7 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
   ValidationResult out;
   out.comm = predictor.shape();
-  std::vector<double> all, large, small;
+  std::vector<double> all, large, small, nccl_all, nccl_large, nccl_small;
   for (std::size_t i = 0; i < run.bytes.size(); ++i) {
     ValidationRow row;
     row.bytes = run.bytes[i];
@@ -454,6 +454,12 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
     const double ape = std::fabs(row.error_percent);
     all.push_back(ape);
     (row.bytes >= (1u << 20) ? large : small).push_back(ape);
+    row.nccl_model_us = choice.nccl_model_us;
+    if (row.nccl_model_us > 0) {
+      const double nccl_ape = 100.0 * std::fabs(row.nccl_model_us - row.measured_us) / row.measured_us;
+      nccl_all.push_back(nccl_ape);
+      (row.bytes >= (1u << 20) ? nccl_large : nccl_small).push_back(nccl_ape);
+    }
     out.rows.push_back(row);
   }
   // Disturbed points: compare each size with the next larger one of the sweep.
@@ -476,6 +482,11 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   out.mape_small_percent = mean(small);
   out.n_large = static_cast<int>(large.size());
   out.n_small = static_cast<int>(small.size());
+  out.nccl_model_mape_percent = mean(nccl_all);
+  out.nccl_model_mape_large_percent = mean(nccl_large);
+  out.nccl_model_mape_small_percent = mean(nccl_small);
+  out.nccl_model_n_large = static_cast<int>(nccl_large.size());
+  out.nccl_model_n_small = static_cast<int>(nccl_small.size());
   const auto& last = out.rows.back();
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   out.measured_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.measured_us * 1e-6) / 1e9;

@@ -100,6 +100,10 @@ struct ValidationRow {
   // picks another: that one ("Tree/LL128"), for the report.
   std::optional<std::string> model_choice;
   bool logged_choice = false;  // predicted with NCCL's logged algorithm / protocol
+  // NCCL's own estimate for the same call (ncclTopoGetAlgoTime for the algorithm / protocol it runs:
+  // the number its tuner minimises), in us; < 0 where NCCL has no model (alltoall, sendrecv). The
+  // baseline commstack is judged against: unfitted, no launch, no fabric, no per-step transport.
+  double nccl_model_us = -1;
 };
 
 // Which side of the model a run's error sits on: the sizes whose prediction is nearly all fixed
@@ -133,6 +137,13 @@ struct ValidationResult {
   double predicted_busbw_GBps = 0;
   bool below_hardware = false;  // measured < kBelowHardwareRatio x predicted at the largest size
   select::CommShape comm;       // the communicator the predictions ran on (channels, graphs)
+  // NCCL's own model (ValidationRow::nccl_model_us) on the sizes it covers: every size of an
+  // all-reduce / all-gather / reduce-scatter / broadcast / reduce run, none of alltoall / sendrecv.
+  double nccl_model_mape_percent = 0;
+  double nccl_model_mape_large_percent = 0;
+  double nccl_model_mape_small_percent = 0;
+  int nccl_model_n_large = 0;
+  int nccl_model_n_small = 0;
 };
 
 // A run whose largest message reaches less than this fraction of the predicted bus bandwidth is

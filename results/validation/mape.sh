@@ -15,3 +15,12 @@ split_of() {
     bw="${BASH_REMATCH[2]} (${BASH_REMATCH[1]})"
   printf '%s\t%s\n' "$lat" "$bw"
 }
+# nccl_mape_of CSV -> "large n_large small n_small": NCCL's own model (validate's nccl_model_us
+# column, the 10th) against the measured time (2nd), over the rows that have it.
+nccl_mape_of() {
+  awk -F, 'NR > 1 && $1 !~ /^#/ && $10 != "" {
+      e = ($10 - $2) / $2; e = 100 * (e < 0 ? -e : e)
+      if ($1 >= 1048576) { l += e; nl++ } else { s += e; ns++ }
+    }
+    END { printf "%.2f %d %.2f %d\n", nl ? l / nl : 0, nl, ns ? s / ns : 0, ns }' "$1"
+}

@@ -55,8 +55,8 @@ for gen in $gens; do
 done
 
 {
-  echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | note |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | NCCL's own model MAPE >=1MiB | NCCL's own model MAPE <1MiB | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$tmp/summary"
 grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   measured=$data/$spec
@@ -101,8 +101,9 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   [[ $dropped -gt 0 ]] && note="${note:+$note; }$dropped sizes dropped: printed value uncertain by > 1%"
   read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
   read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
+  read -r nml nnl nms nns < <(nccl_mape_of "$out/$id.csv")
   IFS=$'\t' read -r lat bw < <(split_of "$out/$id.csv")
-  echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $lat | $bw | $note |" >>"$tmp/summary"
+  echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $(fmt_mape "$nml" "$nnl") | $(fmt_mape "$nms" "$nns") | $lat | $bw | $note |" >>"$tmp/summary"
   # plot: measured and predicted bus bandwidth over size
   grep -v '^#' "$out/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
   gnuplot <<GP
@@ -144,7 +145,10 @@ The two columns before the note split the out-of-sample error by regime (validat
 error is` line, docs/calibration.md "Where the error is"): over the latency-bound sizes, the median
 of measured - predicted in us (the launch and latency layers' error); over the bandwidth-bound
 sizes, the median rate the run reached as a fraction of the modeled one (the fabric, transport and
-protocol layers' error; 1 = as modeled).
+protocol layers' error; 1 = as modeled). The two "NCCL's own model" columns are the baseline:
+NCCL's own time estimate (ncclTopoGetAlgoTime with NCCL 2.28.9's constants, for the algorithm and
+protocol it runs; validate's `nccl_model_us` column) against the same measured points. It is
+unfitted, so it is out-of-sample by construction; NCCL has no model of alltoall and sendrecv ("-").
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; docs/stack-model.md
 "What the data says about the model" says run by run which layer is still off.
@@ -156,10 +160,16 @@ MD
       if (hl) { sl += $5; nl++ }
       if (hs) { ss += $6; ns++ }
       if ((!hl || $5 + 0 <= 5) && (!hs || $6 + 0 <= 10)) { met++; list = list (list ? ", " : " ") id }
+      # the same runs and size ranges where NCCL has a model: commstack out-of-sample vs NCCL
+      if (hl && $9 !~ /-/) { cl += $5; bl += $9; kl++; if ($5 + 0 < $9 + 0) wl++ }
+      if (hs && $10 !~ /-/) { cs += $6; bs += $10; ks++; if ($6 + 0 < $10 + 0) ws++ }
     }
     END {
       printf "Met by %d of the %d fitted runs:%s.\n\n", met, n, list
       printf "Mean over the fitted runs: %.1f%% at >= 1 MiB (%d runs) / %.1f%% below (%d runs).\n\n", sl / nl, nl, ss / ns, ns
+      printf "Against the NCCL tuning model on the fitted runs it models (all but alltoall / sendrecv): at >= 1 MiB "
+      printf "commstack (out-of-sample) %.1f%%, NCCL %.1f%%, commstack closer on %d of %d runs; below 1 MiB %.1f%% vs %.1f%%, ", cl / kl, bl / kl, wl, kl, cs / ks, bs / ks
+      printf "closer on %d of %d.\n\n", ws, ks
     }' "$tmp/summary"
   cat "$tmp/summary"
 } >$out/README.md

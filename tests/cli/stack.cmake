@@ -3,6 +3,11 @@ set(_stack_data calibration/data/nccl-tests)
 commstack_cli_test(NAME stack_validate_dgxc
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
   MATCH "MAPE [0-9.]+% over 32 sizes \\(>=1MiB: [0-9.]+% over 15; <1MiB: [0-9.]+% over 17\\)")
+# The baseline line: NCCL's own model on the same sizes (profile-independent; peer-fidelity.md: 12 / 17).
+commstack_cli_test(NAME stack_validate_nccl_model_baseline
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
+       --nodes 1 --gpus-per-node 8
+  MATCH "# NCCL's own model \\(ncclTopoGetAlgoTime, 2.28.9 constants\\) on the same sizes: MAPE 14.73% over 32 sizes \\(>=1MiB: 12.43% over 15; <1MiB: 16.76% over 17\\)\n+MAPE")
 commstack_cli_test(NAME stack_validate_breakdown_csv
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt
        --nodes 2 --gpus-per-node 8 --format csv --breakdown
@@ -14,7 +19,7 @@ commstack_cli_test(NAME stack_validate_outlier
 commstack_cli_test(NAME stack_validate_forced_ring
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt
        --nodes 1 --gpus-per-node 8 --algo ring --proto simple
-  MATCH "134217728 +613.30 +[0-9.]+ +[-0-9.]+  Ring/Simple/24")
+  MATCH "134217728 +613.30 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/Simple/24")
 commstack_cli_test(NAME stack_validate_json
   ARGS validate --cluster hgx-b200 --measured ${_stack_data}/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt
        --nodes 2 --gpus-per-node 8 --format json
@@ -134,15 +139,15 @@ commstack_cli_test(NAME stack_collective_nccl_channels_h100_2nodes
 commstack_cli_test(NAME stack_validate_printed_channels
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-info-32ch.txt
        --nodes 1 --gpus-per-node 8
-  MATCH "NCCL printed 32 coll channels where its search as modelled gives 24 for this cluster[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/LL/32")
+  MATCH "NCCL printed 32 coll channels where its search as modelled gives 24 for this cluster[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/LL/32")
 # NCCL's per-call TUNING lines in the log: those sizes are predicted with NCCL's algorithm and
 # protocol, and validate says where the modelled selection differs (synthetic fixtures). Lines
 # printed after the table belong to another run of the file and are not used.
 commstack_cli_test(NAME stack_validate_logged_choices
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning.txt
        --nodes 1 --gpus-per-node 8
-  MATCH "size 1048576: NCCL ran Ring/Simple \\(its TUNING line\\), the model's selection picks Ring/LL[^\n]*\n# selection: the model picks NCCL's algorithm and protocol at 1 of the 2 sizes[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/Simple/24")
+  MATCH "size 1048576: NCCL ran Ring/Simple \\(its TUNING line\\), the model's selection picks Ring/LL[^\n]*\n# selection: the model picks NCCL's algorithm and protocol at 1 of the 2 sizes[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/Simple/24")
 commstack_cli_test(NAME stack_validate_logged_choices_other_run
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning-after.txt
        --nodes 1 --gpus-per-node 8
-  MATCH "\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+  Ring/LL/24")
+  MATCH "\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/LL/24")
