@@ -106,6 +106,11 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   echo "| $id | $role | $how | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $(fmt_mape "$iml" "$inl") | $(fmt_mape "$ims" "$ins") | $(fmt_mape "$nml" "$nnl") | $(fmt_mape "$nms" "$nns") | $lat | $bw | $note |" >>"$tmp/summary"
   # plot: measured and predicted bus bandwidth over size
   grep -v '^#' "$out/$id.csv" | tail -n +2 | sort -t, -k1,1n >"$tmp/plot.csv"
+  # NCCL's own estimate as a third curve where NCCL models the collective (its busbw: the measured
+  # busbw scaled by measured / estimated time)
+  nccl_series=""
+  [[ $((nnl + nns)) -gt 0 ]] &&
+    nccl_series=", \"$tmp/plot.csv\" using 1:(\$10 > 0 ? \$8 * \$2 / \$10 : NaN) with linespoints title \"NCCL's own model\""
   gnuplot <<GP
 set terminal pngcairo size 800,500 noenhanced
 set output "$out/$id.png"
@@ -116,7 +121,7 @@ set xlabel "message size"
 set ylabel "bus bandwidth (GB/s)"
 set key top left
 set title "$id: measured vs predicted ($how)"
-plot "$tmp/plot.csv" using 1:8 with linespoints title "measured", "$tmp/plot.csv" using 1:9 with linespoints title "predicted"
+plot "$tmp/plot.csv" using 1:8 with linespoints title "measured", "$tmp/plot.csv" using 1:9 with linespoints title "commstack (predicted)"$nccl_series
 GP
 done
 cp "$tmp/summary" $out/summary.md
