@@ -441,7 +441,14 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
   ValidationResult out;
   out.comm = predictor.shape();
-  std::vector<double> all, large, small, nccl_all, nccl_large, nccl_small;
+  // Absolute percentage errors, all sizes and split at 1 MiB: commstack's and NCCL's own model's.
+  struct Apes {
+    std::vector<double> all, large, small;
+    void add(std::uint64_t bytes, double ape) {
+      all.push_back(ape);
+      (bytes >= (1u << 20) ? large : small).push_back(ape);
+    }
+  } ours, nccl;
   for (std::size_t i = 0; i < run.bytes.size(); ++i) {
     ValidationRow row;
     row.bytes = run.bytes[i];
@@ -452,14 +459,10 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
     row.predicted_us = row.prediction.time_s * 1e6;
     row.error_percent = 100.0 * (row.predicted_us - row.measured_us) / row.measured_us;
     const double ape = std::fabs(row.error_percent);
-    all.push_back(ape);
-    (row.bytes >= (1u << 20) ? large : small).push_back(ape);
+    ours.add(row.bytes, ape);
     row.nccl_model_us = choice.nccl_model_us;
-    if (row.nccl_model_us > 0) {
-      const double nccl_ape = 100.0 * std::fabs(row.nccl_model_us - row.measured_us) / row.measured_us;
-      nccl_all.push_back(nccl_ape);
-      (row.bytes >= (1u << 20) ? nccl_large : nccl_small).push_back(nccl_ape);
-    }
+    if (row.nccl_model_us > 0)
+      nccl.add(row.bytes, 100.0 * std::fabs(row.nccl_model_us - row.measured_us) / row.measured_us);
     out.rows.push_back(row);
   }
   // Disturbed points: compare each size with the next larger one of the sweep.
@@ -477,16 +480,16 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
       row.next_measured_us = next.measured_us;
     }
   }
-  out.mape_percent = mean(all);
-  out.mape_large_percent = mean(large);
-  out.mape_small_percent = mean(small);
-  out.n_large = static_cast<int>(large.size());
-  out.n_small = static_cast<int>(small.size());
-  out.nccl_model_mape_percent = mean(nccl_all);
-  out.nccl_model_mape_large_percent = mean(nccl_large);
-  out.nccl_model_mape_small_percent = mean(nccl_small);
-  out.nccl_model_n_large = static_cast<int>(nccl_large.size());
-  out.nccl_model_n_small = static_cast<int>(nccl_small.size());
+  out.mape_percent = mean(ours.all);
+  out.mape_large_percent = mean(ours.large);
+  out.mape_small_percent = mean(ours.small);
+  out.n_large = static_cast<int>(ours.large.size());
+  out.n_small = static_cast<int>(ours.small.size());
+  out.nccl_model_mape_percent = mean(nccl.all);
+  out.nccl_model_mape_large_percent = mean(nccl.large);
+  out.nccl_model_mape_small_percent = mean(nccl.small);
+  out.nccl_model_n_large = static_cast<int>(nccl.large.size());
+  out.nccl_model_n_small = static_cast<int>(nccl.small.size());
   const auto& last = out.rows.back();
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   out.measured_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.measured_us * 1e-6) / 1e9;

@@ -1,6 +1,7 @@
 #include "sim/stack/predict.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -25,9 +26,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // NCCL maps send/receive peers to channels by powers of two (src/graph/paths.cc
 // ncclTopoComputeP2pChannels: pow2Up of the communicator's channels; 24 coll channels give 32 p2p).
 int pow2_up(int n) {
-  int p = 1;
-  while (p < n && p < 64) p *= 2;
-  return p;
+  return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(1, n))));
 }
 
 int ceil_log2(int n) {
