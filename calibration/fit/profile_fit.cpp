@@ -194,9 +194,9 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
 // size column (other collectives print per-rank bytes), printed between the table's header and its
 // last row (a file can hold several runs). Sizes logged with two different choices are
 // left to the model; a log whose NCCL lines cannot be read keeps the model's selection, with a note.
-void read_logged_choices(const RunSpec& spec, const NcclTestsResult& table, MeasuredRun& run) {
+void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclTestsResult& table,
+                         MeasuredRun& run) {
   if (run.op != sim::CollectiveOp::allreduce) return;
-  const std::string text = detail::read_text_file(spec.file);
   if (text.find(" Bytes -> Algo ") == std::string::npos) return;  // no TUNING lines: nothing to use
   NcclLog log;
   try {
@@ -280,6 +280,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   // A commstack-bench JSON holds many series (ops x algorithms x protocols x channel counts): the
   // run spec's op / algo / proto / max_ctas pick one, exactly as NCCL_ALGO etc. picked it there.
   NcclTestsResult log;
+  std::string log_text;    // an nccl-tests log's text (its TUNING lines are read after the table)
   bool one_column = true;  // bench JSON and published tables carry one time (kept as out_of_place)
   if (is_bench_json(spec.file)) {
     if (hint == NcclTestsOp::unknown)
@@ -305,7 +306,8 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                  "one (expected a CSV header starting message_size_label, config or collective)",
                                  spec.file));
   } else {
-    log = parse_nccl_tests_file(spec.file, hint);
+    log_text = detail::read_text_file(spec.file);
+    log = parse_nccl_tests(log_text, spec.file, hint);
     one_column = false;
   }
   apply_logged_env(spec, log, run);
@@ -432,7 +434,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     "time{}",
                     spec.file, in_place_column ? "in-place" : "out-of-place",
                     (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
-  if (!one_column) read_logged_choices(spec, log, run);
+  if (!one_column) read_logged_choices(spec, log_text, log, run);
   return run;
 }
 
