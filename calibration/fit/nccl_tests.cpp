@@ -1,4 +1,5 @@
 #include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/nccl_tests_table_op.hpp"
 
 #include <algorithm>
 #include <array>
@@ -525,18 +526,6 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   if (res.rows.empty())
     throw InputError(fmt::format("{}: the result table has no data rows (empty or truncated output)", origin));
 
-  // Op inference, most explicit first (documented in docs/measurement-formats.md).
-  auto base_name = [&]() {
-    auto slash = origin.find_last_of("/\\");
-    return slash == std::string::npos ? origin : origin.substr(slash + 1);
-  };
-  if (op_hint != NcclTestsOp::unknown) res.op = op_hint, res.op_source = "explicit";
-  else if (op_start != NcclTestsOp::unknown) res.op = op_start, res.op_source = "test-start line";
-  else if (op_line != NcclTestsOp::unknown) res.op = op_line, res.op_source = "OP line";
-  else if (op_cmd != NcclTestsOp::unknown) res.op = op_cmd, res.op_source = "command line";
-  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown) res.op = o, res.op_source = "filename";
-  else res.op_source = "unknown";
-
   // Derived cluster shape from the rank lines.
   if (!res.ranks.empty()) {
     res.n_ranks = static_cast<int>(res.ranks.size());
@@ -549,6 +538,30 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     res.ranks_complete = *seen_ranks.rbegin() == res.n_ranks - 1;
     res.gpu_model = res.ranks.front().gpu_name;
   }
+
+  // Op inference, most explicit first (documented in docs/measurement-formats.md).
+  auto base_name = [&]() {
+    auto slash = origin.find_last_of("/\\");
+    return slash == std::string::npos ? origin : origin.substr(slash + 1);
+  };
+  if (op_hint != NcclTestsOp::unknown)
+    res.op = op_hint, res.op_source = "explicit";
+  else if (op_start != NcclTestsOp::unknown)
+    res.op = op_start, res.op_source = "test-start line";
+  else if (op_line != NcclTestsOp::unknown)
+    res.op = op_line, res.op_source = "OP line";
+  else if (op_cmd != NcclTestsOp::unknown)
+    res.op = op_cmd, res.op_source = "command line";
+  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown)
+    res.op = o, res.op_source = "filename";
+  else {
+    // Last: the table's own columns, which need the rank lines' shape above.
+    const TableOpInference t = op_from_table(res);
+    res.op = t.op;
+    res.op_source = t.op == NcclTestsOp::unknown ? "unknown" : "table columns";
+    res.op_table_reason = t.reason;
+  }
+
   return res;
 }
 

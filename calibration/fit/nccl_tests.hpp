@@ -85,7 +85,11 @@ struct NcclTestsEnvSetting {
 struct NcclTestsResult {
   std::string origin;
   NcclTestsOp op = NcclTestsOp::unknown;
-  std::string op_source;  // "explicit", "test-start line", "OP line", "command line", "filename", "unknown"
+  std::string op_source;  // "explicit", "test-start line", "OP line", "command line", "filename", "table
+                          // columns", "unknown"
+  // What the result table's columns say about the op (fit/nccl_tests_table_op): why they give it
+  // when op_source is "table columns", why they cannot when it is "unknown".
+  std::string op_table_reason;
   std::optional<std::string> nccl_version;  // "2.26.2" from "NCCL version 2.26.2+cuda12.8" or nccl-library=22903
   NcclTestsRunHeader run;
   std::vector<NcclTestsRank> ranks;  // as printed

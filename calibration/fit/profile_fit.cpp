@@ -312,6 +312,16 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   }
   apply_logged_env(spec, log, run);
   auto op = collective_op_of(log.op);
+  if (log.op == NcclTestsOp::unknown)
+    throw InputError(
+        fmt::format("{}: cannot use this run: the file does not name its collective (no 'Collective test "
+                    "starting' line, no *_perf command, no op in the file name) and its columns cannot "
+                    "tell ({}); pass --op NAME (calibrate: {}@op=NAME)",
+                    spec.file, log.op_table_reason, spec.file));
+  if (log.op_source == "table columns")
+    run.notes.push_back(
+        fmt::format("{}: collective {} read from the result table's columns ({}); --op overrides", spec.file,
+                    to_string(log.op), log.op_table_reason));
   if (!op)
     throw InputError(fmt::format("{}: cannot use this run: its collective ({}) is not one the stack model predicts "
                                  "(all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv); "

@@ -151,3 +151,10 @@ commstack_cli_test(NAME stack_validate_logged_choices_other_run
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning-after.txt
        --nodes 1 --gpus-per-node 8
   MATCH "\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/LL/24")
+# A log that names its collective nowhere: the table's columns give it, and validate says so.
+commstack_cli_test(NAME stack_validate_op_from_table_columns
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-pasted-no-op.txt
+  MATCH "# note: tests/cli/nccl-tests-pasted-no-op.txt: collective all_reduce read from the result table's columns \\(a reduction with count = size / type size and busbw / algbw 1.750 \\(2\\(n-1\\)/n\\)\\); --op overrides")
+commstack_cli_error_test(NAME stack_validate_op_columns_ambiguous
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-pasted-no-op-redop-none.txt
+  MATCH "does not name its collective .* its columns cannot tell \\(all_gather or alltoall: both print redop 'none' .*\\); pass --op NAME")

@@ -2,11 +2,13 @@
 // robustness cases (truncation, #wrong, N/A, mixed rank lines, garbage, empty input).
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 
@@ -308,4 +310,85 @@ TEST_CASE(
     CHECK(b.rows[i].out_of_place->time_us == a.rows[i].out_of_place->time_us);
   }
   CHECK(b.avg_busbw_GBps == a.avg_busbw_GBps);
+}
+
+TEST_CASE("parse: the table's own columns give the op of every published run they can tell") {
+  // Each shared log names its op (file name, test-start, OP or command line); the columns alone must
+  // agree with it, or give up where two ops print the same columns (all_gather / alltoall).
+  int told = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tests_dir())) {
+    if (e.path().extension() != ".txt") continue;
+    CAPTURE(e.path().string());
+    const NcclTestsResult r = parse_nccl_tests_file(e.path().string());
+    const TableOpInference t = op_from_table(r);
+    CAPTURE(t.reason);
+    if (r.op == NcclTestsOp::all_gather || r.op == NcclTestsOp::alltoall) {
+      CHECK(t.op == NcclTestsOp::unknown);
+      CHECK(t.reason.find("all_gather or alltoall") != std::string::npos);
+    } else if (r.op == NcclTestsOp::sendrecv && r.n_ranks == 0) {
+      // No rank lines (the li-plus excerpt): busbw = algbw is also a 2-rank all_reduce.
+      CHECK(t.op == NcclTestsOp::unknown);
+      CHECK(t.reason.find("2 ranks") != std::string::npos);
+    } else {
+      CHECK(t.op == r.op);
+      ++told;
+    }
+  }
+  CHECK(told == 14);  // 12 all_reduce, 2 reduce_scatter
+}
+
+TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
+  // Old nccl-tests print no test-start line; a pasted log has no file name to go by. Four ranks.
+  std::string head =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 "
+      "validation: 1\n";
+  for (int r = 0; r < 4; ++r)
+    head += fmt::format("#  Rank {} Group 0 Pid {} on a device {} [0x{}] NVIDIA H100 80GB HBM3\n", r, r + 1,
+                        r, r);
+  head += "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  // One 128 MiB row at algbw 134.22 GB/s: count, redop, root and busbw are what the cases vary.
+  const auto parse = [&](std::uint64_t count, const char* redop, int root, double busbw) {
+    const std::string row =
+        fmt::format("134217728 {} float {} {} 1000.0 134.22 {:.2f} 0 1000.0 134.22 {:.2f} 0\n", count, redop,
+                    root, busbw, busbw);
+    return parse_nccl_tests(head + row, "pasted.txt");
+  };
+  struct Case {
+    const char* what;
+    std::uint64_t count;
+    const char* redop;
+    int root;
+    double busbw;
+    NcclTestsOp op;
+  };
+  const Case cases[] = {
+      {"all_reduce: count = size / 4 B, busbw = 1.5 x algbw", 33554432, "sum", -1, 201.33,
+       NcclTestsOp::all_reduce},
+      {"sendrecv: busbw = algbw on 4 ranks (not a 2-rank all_reduce)", 33554432, "sum", -1, 134.22,
+       NcclTestsOp::sendrecv},
+      {"reduce_scatter: count = size / (4 x 4 B)", 8388608, "sum", -1, 100.66, NcclTestsOp::reduce_scatter},
+      {"broadcast: a root, no reduction", 33554432, "none", 0, 134.22, NcclTestsOp::broadcast},
+      {"reduce: a root and a reduction", 33554432, "sum", 0, 134.22, NcclTestsOp::reduce},
+      {"all_gather or alltoall: the same columns", 8388608, "none", -1, 100.66, NcclTestsOp::unknown},
+      {"a bus factor no op gives on 4 ranks", 33554432, "sum", -1, 180.0, NcclTestsOp::unknown},
+      {"a count that is neither 1 nor 4 ranks per size", 16777216, "sum", -1, 134.22, NcclTestsOp::unknown},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const NcclTestsResult r = parse(c.count, c.redop, c.root, c.busbw);
+    CHECK(r.op == c.op);
+    CHECK(r.op_source == (c.op == NcclTestsOp::unknown ? "unknown" : "table columns"));
+    CHECK_FALSE(r.op_table_reason.empty());
+  }
+  CHECK(parse(8388608, "none", -1, 100.66).op_table_reason.find("all_gather or alltoall") !=
+        std::string::npos);
+  // busbw 0.00 (small sizes only): all_reduce and sendrecv cannot be told apart.
+  CHECK(parse_nccl_tests(head + "8 2 float sum -1 29.72 0.00 0.00 0 28.67 0.00 0.00 0\n", "pasted.txt").op ==
+        NcclTestsOp::unknown);
+  // An explicit op wins over the columns.
+  const NcclTestsResult forced = parse_nccl_tests(
+      head + "134217728 33554432 float sum -1 1000.0 134.22 201.33 0 1000.0 134.22 201.33 0\n", "pasted.txt",
+      NcclTestsOp::sendrecv);
+  CHECK(forced.op == NcclTestsOp::sendrecv);
+  CHECK(forced.op_source == "explicit");
 }

@@ -1,0 +1,24 @@
+#pragma once
+// The collective an nccl-tests result table was measured with, read from the table itself, for
+// output that names it nowhere else (older nccl-tests print no "Collective test starting" line,
+// and logs pasted into issues lose their file names). Rules in docs/measurement-formats.md.
+#include <string>
+
+#include "calibration/fit/nccl_tests.hpp"
+
+namespace commstack::fit {
+
+struct TableOpInference {
+  NcclTestsOp op = NcclTestsOp::unknown;
+  // Why: the columns that decided it, or why they cannot ("all_gather or alltoall: ...").
+  std::string reason;
+};
+
+// Reads the redop and root columns, the ratio size / (count x type size) (1 for all_reduce,
+// sendrecv, broadcast and reduce; the rank count for reduce_scatter, all_gather and alltoall) and
+// the printed busbw / algbw ratio (the op's bus factor). Gives unknown when the columns are
+// missing or disagree, or when they fit more than one op (all_gather and alltoall print the same
+// columns; so do all_reduce and sendrecv on 2 ranks).
+TableOpInference op_from_table(const NcclTestsResult& result);
+
+}  // namespace commstack::fit
