@@ -23,7 +23,7 @@ namespace {
 struct ValidateOptions {
   std::string cluster;
   std::string measured;
-  std::optional<int> nodes, gpus_per_node, gpus_per_thread;
+  std::optional<int> nodes, gpus_per_node, gpus_per_thread, run;
   std::optional<std::string> algo, proto, op, profile;
   std::optional<int> min_channels, max_channels;
   std::optional<std::string> nvls, collnet, cuda_graph, nccl_version;
@@ -58,10 +58,11 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   if (measured.find('@') == std::string::npos || std::filesystem::exists(measured)) return;
   const fit::RunSpec keys = fit::parse_run_spec(measured, "--measured");
   // Only keys folded below are taken: a run-spec key added later fails here instead of being lost.
-  const std::vector<std::string> folded{
-      "cluster",   "nodes",      "gpus_per_node", "gpus_per_thread", "op",       "series",   "config",
-      "min_bytes", "max_bytes",  "algo",          "proto",           "min_ctas", "max_ctas", "nvls",
-      "collnet",   "cuda_graph", "in_place",      "nccl_version"};
+  const std::vector<std::string> folded{"cluster",    "nodes",     "gpus_per_node", "gpus_per_thread",
+                                        "op",         "run",       "series",        "config",
+                                        "min_bytes",  "max_bytes", "algo",          "proto",
+                                        "min_ctas",   "max_ctas",  "nvls",          "collnet",
+                                        "cuda_graph", "in_place",  "nccl_version"};
   for (std::size_t pos = 0; pos < keys.knob_text.size();) {
     const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
     const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
@@ -96,6 +97,7 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
     spec.in_place = true;
   }
   fold(keys.op, spec.op, "op", "--op");
+  fold(keys.run, spec.run, "run", "--run");
   fold(keys.min_bytes, spec.min_bytes, "min_bytes", "--min-bytes");
   fold(keys.max_bytes, spec.max_bytes, "max_bytes", "--max-bytes");
   const auto& k = keys.knobs.env;
@@ -140,6 +142,9 @@ void run_validate(const ValidateOptions& o) {
   if (o.gpus_per_thread && *o.gpus_per_thread < 1)
     throw InputError(fmt::format("--gpus-per-thread {}: expected >= 1 (nccl-tests -g)", *o.gpus_per_thread));
   spec.op = o.op;
+  spec.run = o.run;
+  if (o.run && *o.run < 1)
+    throw InputError(fmt::format("--run {}: expected >= 1 (the log's first nccl-tests run is 1)", *o.run));
   if (o.min_bytes) spec.min_bytes = parse_bytes(*o.min_bytes, "--min-bytes");
   if (o.max_bytes) spec.max_bytes = parse_bytes(*o.max_bytes, "--max-bytes");
   spec.knobs.env.algo = o.algo;
@@ -346,6 +351,10 @@ void register_validate(CLI::App& app) {
       "Validate the in-place time column (nccl-tests' second half; a published table: its numbers are "
       "in-place); default: out-of-place");
   sub->add_option("--op", o->op, "Collective, when the log does not say (all_reduce, all_gather, ...)");
+  sub->add_option(
+      "--run", o->run,
+      "Which nccl-tests run of a log that holds several (1 = the first table); default: the one run of "
+      "--op, else the only run");
   sub->add_option("--algo", o->algo,
                   "Force algorithms like NCCL_ALGO (ring, tree, nvls, nvlstree, pat, collnetdirect); "
                   "default: the NCCL_ALGO the log shows "

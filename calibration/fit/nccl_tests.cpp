@@ -346,9 +346,62 @@ bool lost_hash(std::string_view body) {
   return false;
 }
 
+// A line as the parser reads it: the launcher's prefix removed, trimmed, a header's lost '#'
+// restored (into `restored`, which the returned view may point into).
+std::string_view normalized_line(std::string_view text, std::string& restored) {
+  std::string_view body = trim(strip_launcher_prefix(text));
+  if (!body.empty() && body.front() != '#' && lost_hash(body)) {
+    restored = "# " + std::string(body);
+    body = restored;
+  }
+  return body;
+}
+
+bool is_footer(std::string_view body) {
+  return !body.empty() && body.front() == '#' &&
+         starts_with_ci(trim(strip_hashes(body)), "Avg bus bandwidth");
+}
+
+// Line ranges [first, last) of the runs in the text: a run ends with its "Avg bus bandwidth"
+// footer, or where a new column header follows a table that has rows (the footer lost). Text after
+// the last run without a table of its own (shutdown chatter) is no run.
+struct RunSpan {
+  std::size_t first = 0, last = 0;
+};
+std::vector<RunSpan> run_spans(const std::vector<Line>& lines) {
+  std::vector<RunSpan> spans;
+  std::size_t begin = 0;
+  bool header = false, rows = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string restored;
+    const std::string_view body = normalized_line(lines[i].text, restored);
+    if (body.empty()) continue;
+    if (body.front() == '#') {
+      if (is_column_header(body)) {
+        if (rows) spans.push_back({begin, i}), begin = i, rows = false;
+        header = true;
+      } else if (is_footer(body) && header) {
+        spans.push_back({begin, i + 1});
+        begin = i + 1, header = false, rows = false;
+      }
+      continue;
+    }
+    std::int64_t size = 0;
+    const auto toks = split_ws(body);
+    if (header && !toks.empty() && to_int64(toks[0], size)) rows = true;
+  }
+  if (header) spans.push_back({begin, lines.size()});
+  return spans;
+}
+
 }  // namespace
 
-NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint) {
+int count_nccl_tests_runs(std::string_view text) {
+  return static_cast<int>(run_spans(split_lines(text)).size());
+}
+
+NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint,
+                                 int run) {
   NcclTestsResult res;
   res.origin = origin;
   const auto lines = split_lines(text);
@@ -360,16 +413,20 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   bool in_table = false, done = false;
   std::set<int> seen_ranks;
 
-  for (const auto& ln : lines) {
+  // Several runs in one text (a job that ran several *_perf binaries): parse the run-th.
+  const auto spans = run_spans(lines);
+  if (run < 0 || (run > 0 && static_cast<std::size_t>(run) >= spans.size()))
+    throw InputError(fmt::format("{}: run {} asked for, but the output holds {} nccl-tests run(s)", origin,
+                                 run + 1, spans.size()));
+  const std::size_t run_first = spans.empty() ? 0 : spans[static_cast<std::size_t>(run)].first;
+  const std::size_t run_last = spans.empty() ? lines.size() : spans[static_cast<std::size_t>(run)].last;
+
+  for (std::size_t li = run_first; li < run_last; ++li) {
+    const Line& ln = lines[li];
     if (done) break;
-    std::string_view raw = strip_launcher_prefix(ln.text);
-    std::string_view body = trim(raw);
-    if (body.empty()) continue;
     std::string restored;  // a header line that lost its '#' (docs/measurement-formats.md)
-    if (body.front() != '#' && lost_hash(body)) {
-      restored = "# " + std::string(body);
-      body = restored;
-    }
+    std::string_view body = normalized_line(ln.text, restored);
+    if (body.empty()) continue;
 
     // NCCL's own version line (NCCL_DEBUG=VERSION or INFO), anywhere before the footer.
     if (auto p = body.find("NCCL version "); p != std::string_view::npos && !res.nccl_version) {
@@ -565,8 +622,8 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   return res;
 }
 
-NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint) {
-  return parse_nccl_tests(read_text_file(path), path, op_hint);
+NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint, int run) {
+  return parse_nccl_tests(read_text_file(path), path, op_hint, run);
 }
 
 }  // namespace commstack::fit

@@ -120,10 +120,17 @@ struct NcclTestsResult {
   int table_first_line = 0, table_last_line = 0;
 };
 
-// Parses nccl-tests output. `origin` names the input in error messages (a path). `op_hint`
-// overrides inference when it is not unknown. Throws InputError on anything it cannot use.
+// nccl-tests runs in the output: one per result table, ended by its "# Avg bus bandwidth" footer
+// (or by the next table when the footer is lost). A job that ran several *_perf binaries into one
+// log holds several; docs/measurement-formats.md.
+int count_nccl_tests_runs(std::string_view text);
+
+// Parses the `run`-th (0-based) nccl-tests run of the output. `origin` names the input in error
+// messages (a path). `op_hint` overrides inference when it is not unknown. Throws InputError on
+// anything it cannot use.
 NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin,
-                                 NcclTestsOp op_hint = NcclTestsOp::unknown);
-NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint = NcclTestsOp::unknown);
+                                 NcclTestsOp op_hint = NcclTestsOp::unknown, int run = 0);
+NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint = NcclTestsOp::unknown,
+                                      int run = 0);
 
 }  // namespace commstack::fit

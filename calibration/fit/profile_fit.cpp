@@ -88,6 +88,10 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       spec.gpus_per_node = parse_int(value, what);
     } else if (key == "op") {
       spec.op = value;
+    } else if (key == "run") {
+      spec.run = parse_int(value, what);
+      if (*spec.run < 1)
+        throw InputError(fmt::format("{}: expected >= 1 (the log's first nccl-tests run is 1)", what));
     } else if (key == "series") {
       spec.series = value;
     } else if (key == "config") {
@@ -120,7 +124,7 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       if (*spec.gpus_per_thread < 1) throw InputError(fmt::format("{}: expected >= 1 (nccl-tests -g)", what));
     } else {
       throw InputError(
-          fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, series, "
+          fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, run, series, "
                       "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
                       "gpus_per_thread, cuda_graph, in_place, nccl_version)",
                       flag, text, key));
@@ -264,6 +268,41 @@ sim::stack::Predictor::Choice choose_for_run(
   return c;
 }
 
+namespace {
+
+// The run of a log that holds several nccl-tests runs: the spec's run=N, else the one run whose
+// own op (test-start line, command, columns) is the spec's op. Refuses, listing the runs, when
+// neither decides: picking the first would validate the wrong collective without a word.
+int pick_nccl_tests_run(const std::string& text, const RunSpec& spec, NcclTestsOp hint) {
+  const int runs = count_nccl_tests_runs(text);
+  if (spec.run) {
+    if (*spec.run > runs)
+      throw InputError(fmt::format("{}: run {} asked for, but the log holds {} nccl-tests run(s)", spec.file,
+                                   *spec.run, runs));
+    return *spec.run - 1;
+  }
+  if (runs <= 1) return 0;
+  std::vector<std::string> listing;
+  std::vector<int> matching;
+  for (int i = 0; i < runs; ++i) {
+    const NcclTestsResult r = parse_nccl_tests(text, spec.file, NcclTestsOp::unknown, i);
+    listing.push_back(fmt::format("{}: {} (lines {}-{}, {} sizes)", i + 1, to_string(r.op),
+                                  r.table_first_line, r.table_last_line, r.rows.size()));
+    if (hint != NcclTestsOp::unknown && r.op == hint) matching.push_back(i);
+  }
+  if (matching.size() == 1) return matching.front();
+  if (hint == NcclTestsOp::unknown)
+    throw InputError(
+        fmt::format("{}: the log holds {} nccl-tests runs ({}); say which with --run N ({}@run=N) or --op",
+                    spec.file, runs, fmt::join(listing, "; "), spec.file));
+  throw InputError(
+      fmt::format("{}: {} of the log's {} nccl-tests runs are {} ({}); say which with --run N ({}@run=N)",
+                  spec.file, matching.empty() ? "none" : std::to_string(matching.size()), runs,
+                  to_string(hint), fmt::join(listing, "; "), spec.file));
+}
+
+}  // namespace
+
 MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
   MeasuredRun run;
   run.file = spec.file;
@@ -307,7 +346,12 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                  spec.file));
   } else {
     log_text = detail::read_text_file(spec.file);
-    log = parse_nccl_tests(log_text, spec.file, hint);
+    const int run_index = pick_nccl_tests_run(log_text, spec, hint);
+    log = parse_nccl_tests(log_text, spec.file, hint, run_index);
+    if (const int runs_in_log = count_nccl_tests_runs(log_text); runs_in_log > 1)
+      run.notes.push_back(fmt::format("{}: run {} of the log's {} nccl-tests runs (table at lines {}-{})",
+                                      spec.file, run_index + 1, runs_in_log, log.table_first_line,
+                                      log.table_last_line));
     one_column = false;
   }
   apply_logged_env(spec, log, run);

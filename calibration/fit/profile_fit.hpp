@@ -65,6 +65,8 @@ struct RunSpec {
   // Whose tuning model selects (nccl_version=2.29.3); else the version the log printed, else 2.28.9.
   std::optional<select::NcclVersion> nccl_version;
   std::optional<std::string> op;
+  // Which nccl-tests run of a log that holds several (1-based); else the one run of `op`.
+  std::optional<int> run;
   std::uint64_t min_bytes = 0, max_bytes = 0;  // inclusive size window; 0 = unbounded
   sim::stack::Knobs knobs;
   std::string knob_text;
@@ -73,7 +75,7 @@ struct RunSpec {
   std::optional<std::string> series, config;
 };
 
-// "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, min_bytes,
+// "FILE[@key=value,key=value...]" with keys cluster, nodes, gpus_per_node, op, run, min_bytes,
 // max_bytes, algo, proto, min_ctas, max_ctas, nvls (0/1), collnet (0/1), gpus_per_thread (nccl-tests -g),
 // cuda_graph (0/1, nccl-tests -G > 0), in_place (0/1: the in-place column), nccl_version (a modeled
 // NCCL release whose tuning model selects). Throws InputError naming `flag`.

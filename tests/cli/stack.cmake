@@ -158,3 +158,13 @@ commstack_cli_test(NAME stack_validate_op_from_table_columns
 commstack_cli_error_test(NAME stack_validate_op_columns_ambiguous
   ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-pasted-no-op-redop-none.txt
   MATCH "does not name its collective .* its columns cannot tell \\(all_gather or alltoall: both print redop 'none' .*\\); pass --op NAME")
+# A log of two runs (all_reduce_perf, then all_gather_perf): validate does not pick one silently.
+commstack_cli_error_test(NAME stack_validate_two_runs_must_choose
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt
+  MATCH "the log holds 2 nccl-tests runs \\(1: all_reduce \\(lines [0-9]+-[0-9]+, 3 sizes\\); 2: all_gather \\(lines [0-9]+-[0-9]+, 3 sizes\\)\\); say which with --run N")
+commstack_cli_test(NAME stack_validate_two_runs_by_op
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt --op all_gather
+  MATCH "allgather, out-of-place.*# note: tests/cli/nccl-tests-two-runs.txt: run 2 of the log's 2 nccl-tests runs")
+commstack_cli_test(NAME stack_validate_two_runs_by_key
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt@run=1
+  MATCH "allreduce, out-of-place.*run 1 of the log's 2 nccl-tests runs")

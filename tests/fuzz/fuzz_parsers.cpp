@@ -6,6 +6,7 @@
 // tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
 // requires that the parser either returns or throws commstack::InputError. Any other exception
 // fails the run; crashes and memory errors fail it too (ASan in the sanitizer build).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -126,7 +127,11 @@ int main(int argc, char** argv) {
     seeds = files_in(data + "nccl-tests", {".txt"});
     auto more = files_in(data + "nccl-logs", {"nccl-tests-", "gb200"});
     seeds.insert(seeds.end(), more.begin(), more.end());
-    parse = [](const std::string& t) { (void)parse_nccl_tests(t, "fuzz"); };
+    // Every run of a mutated log (a mutation can split or merge runs), then the op from its columns.
+    parse = [](const std::string& t) {
+      const int runs = count_nccl_tests_runs(t);
+      for (int i = 0; i < std::max(1, runs); ++i) (void)parse_nccl_tests(t, "fuzz", NcclTestsOp::unknown, i);
+    };
   } else if (target == "osu") {
     for (const char* s : kOsuSeeds) seeds.emplace_back(s);
     parse = [](const std::string& t) { (void)parse_osu(t, "fuzz"); };

@@ -392,3 +392,37 @@ TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
   CHECK(forced.op == NcclTestsOp::sendrecv);
   CHECK(forced.op_source == "explicit");
 }
+
+TEST_CASE("parse: a log of several nccl-tests runs is read one run at a time") {
+  // A job that ran all_reduce_perf, then all_gather_perf, into one output file.
+  const std::string table = "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  const std::string ar = "# Collective test starting: all_reduce_perf\n" + table +
+                         "1048576 262144 float sum -1 30.0 34.95 61.17 0 30.0 34.95 61.17 0\n"
+                         "2097152 524288 float sum -1 40.0 52.43 91.75 0 40.0 52.43 91.75 0\n"
+                         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 76.46\n";
+  const std::string ag = "# Collective test starting: all_gather_perf\n" + table +
+                         "1048576 32768 float none -1 20.0 52.43 45.88 0 20.0 52.43 45.88 0\n"
+                         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 45.88\n";
+  const std::string chatter = "node-a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Destroy COMPLETE\n";
+  const std::string two = ar + ag + chatter;
+  CHECK(count_nccl_tests_runs(two) == 2);
+  const NcclTestsResult first = parse_nccl_tests(two, "job.out", NcclTestsOp::unknown, 0);
+  CHECK(first.op == NcclTestsOp::all_reduce);
+  CHECK(first.rows.size() == 2);
+  CHECK(*first.avg_busbw_GBps == doctest::Approx(76.46));
+  const NcclTestsResult second = parse_nccl_tests(two, "job.out", NcclTestsOp::unknown, 1);
+  CHECK(second.op == NcclTestsOp::all_gather);
+  REQUIRE(second.rows.size() == 1);
+  CHECK(second.rows[0].count == 32768U);
+  CHECK(second.table_first_line == 8);  // line numbers stay those of the whole file
+  CHECK_THROWS_AS(parse_nccl_tests(two, "job.out", NcclTestsOp::unknown, 2), commstack::InputError);
+  // One run, with chatter after its footer: one run.
+  CHECK(count_nccl_tests_runs(ar + chatter) == 1);
+  // A table whose footer was lost ends where the next table starts.
+  CHECK(count_nccl_tests_runs(table + "1048576 262144 float sum -1 30.0 34.95 61.17 0 30.0 34.95 61.17 0\n" +
+                              ag) == 2);
+  // The nccl-tests#319 log: its second run's table lost its column header in the post, so it is no
+  // run the parser can read (the first one is).
+  CHECK(count_nccl_tests_runs(
+            detail::read_text_file(logs_dir() + "nccl-tests-319-hgx-h100-2node-ib-nccl2.26.2.log")) == 1);
+}
