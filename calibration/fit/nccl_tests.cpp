@@ -596,28 +596,31 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     res.gpu_model = res.ranks.front().gpu_name;
   }
 
-  // Op inference, most explicit first (documented in docs/measurement-formats.md).
+  // Op inference, most explicit first (documented in docs/measurement-formats.md). What the output
+  // itself says is kept even under an explicit op, so a caller can catch the two disagreeing.
   auto base_name = [&]() {
     auto slash = origin.find_last_of("/\\");
     return slash == std::string::npos ? origin : origin.substr(slash + 1);
   };
+  if (op_start != NcclTestsOp::unknown)
+    res.logged_op = op_start, res.logged_op_source = "test-start line";
+  else if (op_line != NcclTestsOp::unknown)
+    res.logged_op = op_line, res.logged_op_source = "OP line";
+  else if (op_cmd != NcclTestsOp::unknown)
+    res.logged_op = op_cmd, res.logged_op_source = "command line";
+  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown)
+    res.logged_op = o, res.logged_op_source = "filename";
+  // The table's own columns (they need the rank lines' shape above): the last source, and a check
+  // on an explicit op.
+  const TableOpInference t = op_from_table(res);
+  res.table_op = t.op;
+  res.op_table_reason = t.reason;
+  if (res.logged_op == NcclTestsOp::unknown && t.op != NcclTestsOp::unknown)
+    res.logged_op = t.op, res.logged_op_source = "table columns";
   if (op_hint != NcclTestsOp::unknown)
     res.op = op_hint, res.op_source = "explicit";
-  else if (op_start != NcclTestsOp::unknown)
-    res.op = op_start, res.op_source = "test-start line";
-  else if (op_line != NcclTestsOp::unknown)
-    res.op = op_line, res.op_source = "OP line";
-  else if (op_cmd != NcclTestsOp::unknown)
-    res.op = op_cmd, res.op_source = "command line";
-  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown)
-    res.op = o, res.op_source = "filename";
-  else {
-    // Last: the table's own columns, which need the rank lines' shape above.
-    const TableOpInference t = op_from_table(res);
-    res.op = t.op;
-    res.op_source = t.op == NcclTestsOp::unknown ? "unknown" : "table columns";
-    res.op_table_reason = t.reason;
-  }
+  else
+    res.op = res.logged_op, res.op_source = res.logged_op_source;
 
   return res;
 }

@@ -87,8 +87,13 @@ struct NcclTestsResult {
   NcclTestsOp op = NcclTestsOp::unknown;
   std::string op_source;  // "explicit", "test-start line", "OP line", "command line", "filename", "table
                           // columns", "unknown"
-  // What the result table's columns say about the op (fit/nccl_tests_table_op): why they give it
-  // when op_source is "table columns", why they cannot when it is "unknown".
+  // The op the output itself gives (test-start line, OP line, command line, file name, table
+  // columns, as op_source says), also when an explicit op overrides it.
+  NcclTestsOp logged_op = NcclTestsOp::unknown;
+  std::string logged_op_source = "unknown";
+  // What the result table's columns say about the op (fit/nccl_tests_table_op), whatever the other
+  // sources say: the op (unknown where they cannot tell) and why.
+  NcclTestsOp table_op = NcclTestsOp::unknown;
   std::string op_table_reason;
   std::optional<std::string> nccl_version;  // "2.26.2" from "NCCL version 2.26.2+cuda12.8" or nccl-library=22903
   NcclTestsRunHeader run;

@@ -355,6 +355,20 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     one_column = false;
   }
   apply_logged_env(spec, log, run);
+  // An explicit op that the output contradicts: the output's own line or its table's columns win
+  // over a typo; a file name is weaker evidence (files get renamed), so it only earns a note.
+  if (hint != NcclTestsOp::unknown) {
+    if (log.table_op != NcclTestsOp::unknown && log.table_op != hint)
+      throw InputError(fmt::format("{}: op {} contradicts the log: its table's columns give {} ({})",
+                                   spec.file, to_string(hint), to_string(log.table_op), log.op_table_reason));
+    if (log.logged_op != NcclTestsOp::unknown && log.logged_op != hint) {
+      if (log.logged_op_source != "filename")
+        throw InputError(fmt::format("{}: op {} contradicts the log: its {} gives {}", spec.file,
+                                     to_string(hint), log.logged_op_source, to_string(log.logged_op)));
+      run.notes.push_back(fmt::format("{}: op {} as asked, though the file name says {}", spec.file,
+                                      to_string(hint), to_string(log.logged_op)));
+    }
+  }
   auto op = collective_op_of(log.op);
   if (log.op == NcclTestsOp::unknown)
     throw InputError(

@@ -168,3 +168,10 @@ commstack_cli_test(NAME stack_validate_two_runs_by_op
 commstack_cli_test(NAME stack_validate_two_runs_by_key
   ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt@run=1
   MATCH "allreduce, out-of-place.*run 1 of the log's 2 nccl-tests runs")
+# An --op the log contradicts is refused (its test-start line, command or columns win over a typo).
+commstack_cli_error_test(NAME stack_validate_op_contradicts_columns
+  ARGS validate --cluster dgx-h100 --measured calibration/data/nccl-tests/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --op all_gather
+  MATCH "op all_gather contradicts the log: its table's columns give all_reduce \\(a reduction with count = size / type size")
+commstack_cli_error_test(NAME stack_validate_op_contradicts_test_start
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt --run 2 --op alltoall
+  MATCH "op alltoall contradicts the log: its test-start line gives all_gather")

@@ -391,6 +391,10 @@ TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
       NcclTestsOp::sendrecv);
   CHECK(forced.op == NcclTestsOp::sendrecv);
   CHECK(forced.op_source == "explicit");
+  // ... and what the output says is kept, for the caller to catch the contradiction.
+  CHECK(forced.table_op == NcclTestsOp::all_reduce);
+  CHECK(forced.logged_op == NcclTestsOp::all_reduce);
+  CHECK(forced.logged_op_source == "table columns");
 }
 
 TEST_CASE("parse: a log of several nccl-tests runs is read one run at a time") {
