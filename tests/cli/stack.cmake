@@ -175,3 +175,7 @@ commstack_cli_error_test(NAME stack_validate_op_contradicts_columns
 commstack_cli_error_test(NAME stack_validate_op_contradicts_test_start
   ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-two-runs.txt --run 2 --op alltoall
   MATCH "op alltoall contradicts the log: its test-start line gives all_gather")
+# nccl-tests -m 4: a note that grouped launches are not modelled.
+commstack_cli_test(NAME stack_validate_agg_iters_note
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-agg-iters-4.txt --op all_reduce
+  MATCH "agg iters 4 \\(nccl-tests -m\\): 4 calls went out in one group launch")
