@@ -151,6 +151,29 @@ TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by hal
   CHECK(p1.busbw_line_GBps == doctest::Approx(450.0));
 }
 
+TEST_CASE("stack: the B300 presets keep B200's NVLink and double its NIC bound (800 Gb/s ConnectX-8)") {
+  // Same GPU generation (the B200 profile), same NVLink5; only the NICs differ.
+  const Profile prof = sim::stack::prior_profile(100);
+  sim::stack::Knobs ring;
+  ring.env.algo = "ring";
+  ring.env.proto = "simple";
+  const auto b200 = topologies::load_cluster("hgx-b200");
+  const auto b300 = topologies::load_cluster("hgx-b300");
+  const auto two200 = Predictor(b200, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
+  const auto two300 = Predictor(b300, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
+  CHECK(two200.busbw_line_GBps == doctest::Approx(8 * 50.0));   // 8 x 400 Gb/s per node
+  CHECK(two300.busbw_line_GBps == doctest::Approx(8 * 100.0));  // 8 x 800 Gb/s per node
+  const auto one200 = Predictor(b200, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
+  const auto one300 = Predictor(b300, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
+  CHECK(one300.busbw_line_GBps == doctest::Approx(one200.busbw_line_GBps));
+  CHECK(one300.busbw_line_GBps == doctest::Approx(900.0));
+  // GB300 NVL72: one NVLink domain of 72 GPUs, like GB200, with one 800 Gb/s NIC per GPU.
+  const Predictor gb300(topologies::load_cluster("gb300-nvl72"), 36, 4);
+  CHECK(gb300.geometry().nccl_nodes == 2);
+  CHECK(gb300.geometry().local_ranks == 72);
+  CHECK(gb300.geometry().nic_gpu_Bps == doctest::Approx(100e9));
+}
+
 TEST_CASE("stack: NVLink domain of GB200 NVL72 is one NCCL node") {
   const auto spec = topologies::load_cluster("gb200-nvl72");
   Predictor pr(spec, 18, 4);

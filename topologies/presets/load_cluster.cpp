@@ -57,8 +57,10 @@ std::optional<std::string> preset_for_gpu(const std::string& gpu_name) {
   // Boards whose NVLink differs from the SXM / HGX part the presets describe.
   if (has("pcie") || has("nvl") || has("h800") || has("a800") || has("h20 ") || n.ends_with("h20"))
     return std::nullopt;
+  if (has("gb300")) return "gb300-nvl72";
   if (has("gb200")) return "gb200-nvl72";
   if (has("gh200")) return "gh200-slingshot";
+  if (has("b300")) return "hgx-b300";
   if (has("b200")) return "hgx-b200";
   if (has("h200")) return "hgx-h200";
   if (has("h100")) return "dgx-h100";
