@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibration/fit/nccl_topo_xml.hpp"
+#include "calibration/fit/node_from_topo_xml.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/stack/fabric_contention.hpp"
@@ -30,7 +32,39 @@ struct TopoOptions {
   std::string dot;
   std::string format = "text";
   bool list = false;
+  std::string from_xml;       // NCCL topology XML the node model comes from
+  std::string write_cluster;  // where to write the cluster JSON built from it
 };
+
+// The cluster to build: the preset / file, or a node model read from an NCCL topology XML on top
+// of it (written out with --write-cluster, so it can be edited and passed to every verb).
+topo::ClusterSpec cluster_of(const TopoOptions& o) {
+  if (o.from_xml.empty()) {
+    if (!o.write_cluster.empty())
+      throw InputError("--write-cluster: needs --from-nccl-xml (a preset is already a file)");
+    if (o.cluster.empty())
+      throw InputError("--cluster: required (a preset name or a JSON file; see --list-presets)");
+    return topo::load_cluster(o.cluster);
+  }
+  const fit::NodeTopology xml = fit::parse_nccl_topo_xml_file(o.from_xml);
+  std::string base = o.cluster;
+  if (base.empty()) base = fit::preset_for_topo_sm(xml);
+  if (base.empty())
+    throw InputError(
+        fmt::format("--from-nccl-xml {}: the XML gives no compute capability (PCI entries only); pass "
+                    "--cluster PRESET for the GPU generation, NVLink and fabric to assume",
+                    o.from_xml));
+  const nlohmann::ordered_json doc =
+      fit::cluster_from_nccl_topo(xml, topo::load_cluster_document(base), base);
+  if (!o.write_cluster.empty()) {
+    std::ofstream out(o.write_cluster);
+    out << doc.dump(2) << "\n";
+    if (!out) throw InputError(fmt::format("--write-cluster {}: cannot write the file", o.write_cluster));
+  }
+  if (o.format == "text")
+    for (const auto& a : doc.at("assumptions")) fmt::print("# assumption: {}\n", a.get<std::string>());
+  return topo::parse_cluster(nlohmann::json::parse(doc.dump()), o.from_xml);
+}
 
 void write_dot(const topo::Topology& t, const std::string& path) {
   std::ofstream out(path);
@@ -69,8 +103,7 @@ void run(const TopoOptions& o) {
     for (const auto& [name, description] : topo::preset_descriptions()) fmt::print("{:<16} {}\n", name, description);
     return;
   }
-  if (o.cluster.empty()) throw InputError("--cluster: required (a preset name or a JSON file; see --list-presets)");
-  const auto spec = topo::load_cluster(o.cluster);
+  const auto spec = cluster_of(o);
   const auto t = topo::build_topology(spec, o.nodes, o.gpus_per_node);
   if (!o.dot.empty()) write_dot(t, o.dot);
   const auto s = topo::summarize(t);
@@ -122,6 +155,13 @@ void register_topo(CLI::App& app) {
   sub->add_option("--dot", opts->dot, "Write the graph as Graphviz to this file");
   sub->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   sub->add_flag("--list-presets,--list", opts->list, "List the built-in presets with their descriptions");
+  sub->add_option(
+      "--from-nccl-xml", opts->from_xml,
+      "Node model from an NCCL topology XML (NCCL_TOPO_DUMP_FILE or an NCCL_TOPO_FILE): GPUs, NVLink, "
+      "PCIe, NICs; the rest from --cluster (default: the preset of the XML's GPU generation)");
+  sub->add_option(
+      "--write-cluster", opts->write_cluster,
+      "With --from-nccl-xml: write the cluster JSON built from it here (for --cluster of every verb)");
   on_selected(sub, [opts] { run(*opts); });
 }
 

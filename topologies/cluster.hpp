@@ -76,6 +76,8 @@ ClusterSpec parse_cluster(const nlohmann::json& doc, const std::string& origin);
 // A preset name ("dgx-h100") or a path to a JSON file. Throws InputError for an unknown preset
 // (listing the known ones), an unreadable file, or malformed JSON.
 ClusterSpec load_cluster(const std::string& preset_or_path);
+// The JSON document behind load_cluster(), unparsed (to derive a cluster from it).
+nlohmann::json load_cluster_document(const std::string& preset_or_path);
 
 // Builds the topology for `spec`, optionally overriding the node count and GPUs per node.
 // Validates it (connected, every GPU reaches every GPU) and installs the family's router.

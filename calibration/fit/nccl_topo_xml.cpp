@@ -109,6 +109,7 @@ void add_nic(Ctx& c, const pugi::xml_node& nic, int pci, int cpu, const std::str
     n.speed_Mbps = num_attr(c, net, "speed");
     n.port = int_attr(c, net, "port", 0);
     n.gdr = int_attr(c, net, "gdr", 0) != 0;
+    n.gdr_known = !net.attribute("gdr").empty();
     n.pci = pci;
     n.cpu = cpu;
     if (n.name.empty()) n.name = busid;

@@ -59,6 +59,7 @@ struct TopoNic {
   double speed_Mbps = 0;  // as in the XML (speed="400000" = 400 Gb/s); 0 unknown
   int port = 0;
   bool gdr = false;
+  bool gdr_known = false;  // the <net> element has a gdr attribute (NCCL_TOPO_FILE inputs often omit it)
   int pci = -1;  // index in pcis of the NIC's PCI device, -1 when directly under a CPU
   int cpu = -1;
   std::vector<int> gpus_same_switch;  // indices in gpus sharing the NIC's nearest PCIe switch

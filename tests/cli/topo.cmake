@@ -30,3 +30,10 @@ commstack_cli_test(NAME topo.list_alias ARGS topo --list MATCH "angara-torus +An
 # The contention line: 16 nodes under 4:1 ToRs of 4 nodes slow an alltoall 4 x 12/15 = 3.2x, not a ring.
 commstack_cli_test(NAME topo.contention ARGS topo --cluster tests/cli/cluster-h100-4to1-tor.json
                    MATCH "contention: +ring 1\\.00x, tree [0-9.]+x, alltoall 3\\.20x")
+# A node model from an NCCL topology XML: written out as a cluster file, usable by every verb.
+commstack_cli_test(NAME topo_from_nccl_xml_p5
+  ARGS topo --from-nccl-xml calibration/data/nccl-logs/aws-p5-h100-topo.xml --write-cluster ${CMAKE_CURRENT_BINARY_DIR}/p5-from-xml.json
+  MATCH "NICs:             64\n.*injection:        50.0 GB/s per GPU")
+commstack_cli_error_test(NAME topo_from_nccl_xml_needs_generation
+  ARGS topo --from-nccl-xml calibration/data/nccl-logs/azure-ndv4-a100-topo.xml
+  MATCH "the XML gives no compute capability \\(PCI entries only\\); pass --cluster PRESET")

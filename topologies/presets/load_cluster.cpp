@@ -68,11 +68,9 @@ std::optional<std::string> preset_for_gpu(const std::string& gpu_name) {
   return std::nullopt;
 }
 
-ClusterSpec load_cluster(const std::string& preset_or_path) {
-  if (const auto* p = find_preset(preset_or_path)) {
-    const std::string origin = fmt::format("preset {}", p->name);
-    return parse_cluster(parse_text(p->json, origin), origin);
-  }
+nlohmann::json load_cluster_document(const std::string& preset_or_path) {
+  if (const auto* p = find_preset(preset_or_path))
+    return parse_text(p->json, fmt::format("preset {}", p->name));
   // Not a preset: a path. A bare word with no '/' and no ".json" was most likely a mistyped preset.
   std::ifstream in(preset_or_path, std::ios::binary);
   if (!in) {
@@ -84,8 +82,13 @@ ClusterSpec load_cluster(const std::string& preset_or_path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  const std::string body = text.str();
-  return parse_cluster(parse_text(body, preset_or_path), preset_or_path);
+  return parse_text(text.str(), preset_or_path);
+}
+
+ClusterSpec load_cluster(const std::string& preset_or_path) {
+  const std::string origin =
+      find_preset(preset_or_path) ? fmt::format("preset {}", preset_or_path) : preset_or_path;
+  return parse_cluster(load_cluster_document(preset_or_path), origin);
 }
 
 }  // namespace commstack::topologies
