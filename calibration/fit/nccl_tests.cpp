@@ -583,35 +583,47 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   if (res.rows.empty())
     throw InputError(fmt::format("{}: the result table has no data rows (empty or truncated output)", origin));
 
-  // Derived cluster shape from the rank lines.
-  if (!res.ranks.empty()) {
-    res.n_ranks = static_cast<int>(res.ranks.size());
-    std::map<std::string, int> per_host;
-    for (const auto& r : res.ranks) ++per_host[r.host];
-    res.n_hosts = static_cast<int>(per_host.size());
-    int first = per_host.begin()->second;
-    bool uniform = std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == first; });
-    res.gpus_per_node = uniform ? first : 0;
-    res.ranks_complete = *seen_ranks.rbegin() == res.n_ranks - 1;
-    res.gpu_model = res.ranks.front().gpu_name;
-  }
-
-  // Op inference, most explicit first (documented in docs/measurement-formats.md). What the output
-  // itself says is kept even under an explicit op, so a caller can catch the two disagreeing.
+  // Op evidence in the output, most explicit first (docs/measurement-formats.md); the file name last.
   auto base_name = [&]() {
     auto slash = origin.find_last_of("/\\");
     return slash == std::string::npos ? origin : origin.substr(slash + 1);
   };
+  NcclTestsOp logged = NcclTestsOp::unknown;
+  std::string source = "unknown";
   if (op_start != NcclTestsOp::unknown)
-    res.logged_op = op_start, res.logged_op_source = "test-start line";
+    logged = op_start, source = "test-start line";
   else if (op_line != NcclTestsOp::unknown)
-    res.logged_op = op_line, res.logged_op_source = "OP line";
+    logged = op_line, source = "OP line";
   else if (op_cmd != NcclTestsOp::unknown)
-    res.logged_op = op_cmd, res.logged_op_source = "command line";
+    logged = op_cmd, source = "command line";
   else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown)
-    res.logged_op = o, res.logged_op_source = "filename";
-  // The table's own columns (they need the rank lines' shape above): the last source, and a check
-  // on an explicit op.
+    logged = o, source = "filename";
+  finish_nccl_tests_result(res, op_hint, logged, source);
+  return res;
+}
+
+void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTestsOp logged_op,
+                              const std::string& logged_source) {
+  // Derived cluster shape from the rank lines.
+  if (!res.ranks.empty()) {
+    res.n_ranks = static_cast<int>(res.ranks.size());
+    std::map<std::string, int> per_host;
+    std::set<int> numbers;
+    for (const auto& r : res.ranks) ++per_host[r.host], numbers.insert(r.rank);
+    res.n_hosts = static_cast<int>(per_host.size());
+    const int first = per_host.begin()->second;
+    const bool uniform =
+        std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == first; });
+    res.gpus_per_node = uniform ? first : 0;
+    res.ranks_complete = static_cast<int>(numbers.size()) == res.n_ranks && *numbers.begin() == 0 &&
+                         *numbers.rbegin() == res.n_ranks - 1;
+    res.gpu_model = res.ranks.front().gpu_name;
+  }
+  // What the output itself says is kept even under an explicit op, so a caller can catch the two
+  // disagreeing. The table's own columns (they need the shape above) come last, and check an
+  // explicit op.
+  res.logged_op = logged_op;
+  res.logged_op_source = logged_op == NcclTestsOp::unknown ? "unknown" : logged_source;
   const TableOpInference t = op_from_table(res);
   res.table_op = t.op;
   res.op_table_reason = t.reason;
@@ -621,8 +633,14 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     res.op = op_hint, res.op_source = "explicit";
   else
     res.op = res.logged_op, res.op_source = res.logged_op_source;
+}
 
-  return res;
+std::optional<std::string> nccl_version_from_code(std::int64_t code) {
+  return version_from_code(code);
+}
+
+NcclTestsOp nccl_tests_op_in_text(std::string_view text) {
+  return op_in_text(text);
 }
 
 NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint, int run) {

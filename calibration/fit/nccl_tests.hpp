@@ -125,6 +125,19 @@ struct NcclTestsResult {
   int table_first_line = 0, table_last_line = 0;
 };
 
+// The fields every nccl-tests reader derives the same way (text output, nccl-tests -J JSON): the
+// shape from the rank lines (n_ranks, n_hosts, gpus_per_node, ranks_complete, gpu_model), then the
+// op: `op_hint` if given, else `logged_op` (what the output says, `logged_source` naming where),
+// else the result table's columns (fit/nccl_tests_table_op), all three kept for the caller.
+void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTestsOp logged_op,
+                              const std::string& logged_source);
+// NCCL's version code as nccl-tests prints it (nccl-library=22807, JSON "nccl_version") as
+// "2.28.7"; nullopt for codes <= 0.
+std::optional<std::string> nccl_version_from_code(std::int64_t code);
+// The op a file name mentions ("nccl-tests_all_reduce_h100.txt"), longest name first so
+// reduce_scatter is not read as reduce; unknown when none.
+NcclTestsOp nccl_tests_op_in_text(std::string_view text);
+
 // nccl-tests runs in the output: one per result table, ended by its "# Avg bus bandwidth" footer
 // (or by the next table when the footer is lost). A job that ran several *_perf binaries into one
 // log holds several; docs/measurement-formats.md.

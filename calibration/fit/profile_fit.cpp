@@ -1,6 +1,7 @@
 #include "calibration/fit/profile_fit.hpp"
 
 #include "calibration/fit/bench_json.hpp"
+#include "calibration/fit/nccl_tests_json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -146,7 +147,9 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
   auto& env = run.knobs.env;
   const select::NcclEnv unset;
   for (const auto& [name, setting] : log.env) {
-    const std::string where = fmt::format("{}:{}: {}={}", spec.file, setting.line, name, setting.value);
+    const std::string where = setting.line > 0
+                                  ? fmt::format("{}:{}: {}={}", spec.file, setting.line, name, setting.value)
+                                  : fmt::format("{}: env {}={}", spec.file, name, setting.value);
     auto integer = [&](long lo, long hi) {
       const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
       if (v < lo || v > hi) throw InputError(fmt::format("{}: expected an integer {}..{}", where, lo, hi));
@@ -183,8 +186,9 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       applied = false;
     }
     if (applied)
-      run.notes.push_back(
-          fmt::format("{}={} (line {} of the log) applied, as NCCL did", name, setting.value, setting.line));
+      run.notes.push_back(fmt::format(
+          "{}={} ({}) applied, as NCCL did", name, setting.value,
+          setting.line > 0 ? fmt::format("line {} of the log", setting.line) : "the run's environment"));
   }
   try {
     select::validate(env);
@@ -346,12 +350,21 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                  spec.file));
   } else {
     log_text = detail::read_text_file(spec.file);
-    const int run_index = pick_nccl_tests_run(log_text, spec, hint);
-    log = parse_nccl_tests(log_text, spec.file, hint, run_index);
-    if (const int runs_in_log = count_nccl_tests_runs(log_text); runs_in_log > 1)
-      run.notes.push_back(fmt::format("{}: run {} of the log's {} nccl-tests runs (table at lines {}-{})",
-                                      spec.file, run_index + 1, runs_in_log, log.table_first_line,
-                                      log.table_last_line));
+    if (looks_like_nccl_tests_json(log_text)) {
+      // nccl-tests -J: one run per file, the same fields as the text output.
+      if (spec.run && *spec.run != 1)
+        throw InputError(fmt::format("{}: run {} asked for, but an nccl-tests JSON file holds one run",
+                                     spec.file, *spec.run));
+      log = parse_nccl_tests_json(log_text, spec.file, hint);
+      log_text.clear();
+    } else {
+      const int run_index = pick_nccl_tests_run(log_text, spec, hint);
+      log = parse_nccl_tests(log_text, spec.file, hint, run_index);
+      if (const int runs_in_log = count_nccl_tests_runs(log_text); runs_in_log > 1)
+        run.notes.push_back(fmt::format("{}: run {} of the log's {} nccl-tests runs (table at lines {}-{})",
+                                        spec.file, run_index + 1, runs_in_log, log.table_first_line,
+                                        log.table_last_line));
+    }
     one_column = false;
   }
   apply_logged_env(spec, log, run);

@@ -179,3 +179,8 @@ commstack_cli_error_test(NAME stack_validate_op_contradicts_test_start
 commstack_cli_test(NAME stack_validate_agg_iters_note
   ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-agg-iters-4.txt --op all_reduce
   MATCH "agg iters 4 \\(nccl-tests -m\\): 4 calls went out in one group launch")
+# nccl-tests -J JSON: validate reads it like the text output of the same run (the dgxc sweep in the
+# JSON layout; NCCL's own model line is the text log's, see stack_validate_nccl_model_baseline).
+commstack_cli_test(NAME stack_validate_nccl_tests_json
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-json-dgxc-h100.json
+  MATCH "# NCCL's own model \\(ncclTopoGetAlgoTime, 2.28.9 constants\\) on the same sizes: MAPE 14.73% over 32 sizes \\(>=1MiB: 12.43% over 15; <1MiB: 16.76% over 17\\)\n+MAPE")

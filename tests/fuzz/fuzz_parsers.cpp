@@ -17,6 +17,7 @@
 
 #include "calibration/fit/nccl_log.hpp"
 #include "calibration/fit/nccl_tests.hpp"
+#include "calibration/fit/nccl_tests_json.hpp"
 #include "calibration/fit/nccl_topo_xml.hpp"
 #include "calibration/fit/osu.hpp"
 #include "calibration/fit/published_table.hpp"
@@ -150,6 +151,13 @@ int main(int argc, char** argv) {
   } else if (target == "topo_xml") {
     seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
     parse = [](const std::string& t) { (void)parse_nccl_topo_xml(t, "fuzz"); };
+  } else if (target == "nccl_tests_json") {
+    // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.
+    seeds = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli", {"nccl-tests-json-"});
+    parse = [](const std::string& t) {
+      (void)looks_like_nccl_tests_json(t);
+      (void)parse_nccl_tests_json(t, "fuzz");
+    };
   } else if (target == "published_table") {
     seeds = files_in(data + "nccl-tests", {".csv"});
     parse = [](const std::string& t) {
