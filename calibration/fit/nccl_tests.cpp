@@ -24,7 +24,7 @@ struct OpName {
   std::string_view name;
 };
 // Longest names first so "reduce_scatter" / "all_reduce" win over "reduce" in substring search.
-constexpr std::array<OpName, 13> kOpNames{{
+constexpr std::array<OpName, 14> kOpNames{{
     {NcclTestsOp::reduce_scatter, "reduce_scatter"},
     {NcclTestsOp::reduce_scatter, "reducescatter"},
     {NcclTestsOp::all_reduce, "all_reduce"},
@@ -34,6 +34,7 @@ constexpr std::array<OpName, 13> kOpNames{{
     {NcclTestsOp::hypercube, "hypercube"},
     {NcclTestsOp::broadcast, "broadcast"},
     {NcclTestsOp::sendrecv, "sendrecv"},
+    {NcclTestsOp::alltoallv, "alltoallv"},  // before alltoall: uneven counts, not an alltoall
     {NcclTestsOp::alltoall, "alltoall"},
     {NcclTestsOp::scatter, "scatter"},
     {NcclTestsOp::gather, "gather"},
@@ -216,6 +217,7 @@ std::string to_string(NcclTestsOp op) {
     case NcclTestsOp::gather: return "gather";
     case NcclTestsOp::scatter: return "scatter";
     case NcclTestsOp::hypercube: return "hypercube";
+    case NcclTestsOp::alltoallv: return "alltoallv";
     case NcclTestsOp::unknown: break;
   }
   return "unknown";

@@ -28,7 +28,8 @@ enum class NcclTestsOp {
   sendrecv,
   gather,
   scatter,
-  hypercube
+  hypercube,
+  alltoallv  // nccl-tests 2.18+: per-peer counts spread by distance; not modelled
 };
 std::string to_string(NcclTestsOp op);
 // "all_reduce", "all_reduce_perf", "allreduce", "AllReduce" -> all_reduce; unknown names -> unknown.

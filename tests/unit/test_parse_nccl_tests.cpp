@@ -430,3 +430,16 @@ TEST_CASE("parse: a log of several nccl-tests runs is read one run at a time") {
   CHECK(count_nccl_tests_runs(
             detail::read_text_file(logs_dir() + "nccl-tests-319-hgx-h100-2node-ib-nccl2.26.2.log")) == 1);
 }
+
+TEST_CASE("parse: op names from binaries and file names, alltoallv kept apart from alltoall") {
+  CHECK(nccl_tests_op_from_name("all_reduce_perf") == NcclTestsOp::all_reduce);
+  CHECK(nccl_tests_op_from_name("reduce_scatter_perf_mpi") == NcclTestsOp::reduce_scatter);
+  CHECK(nccl_tests_op_from_name("AllReduce") == NcclTestsOp::all_reduce);
+  // nccl-tests 2.18+ alltoallv sends distance-weighted uneven counts: not an alltoall.
+  CHECK(nccl_tests_op_from_name("alltoallv_perf") == NcclTestsOp::alltoallv);
+  CHECK(nccl_tests_op_in_text("run-alltoallv-2n8g.log") == NcclTestsOp::alltoallv);
+  CHECK(nccl_tests_op_in_text("run-alltoall-2n8g.log") == NcclTestsOp::alltoall);
+  CHECK(nccl_tests_op_in_text("nccl-tests_reduce_scatter_b200.txt") == NcclTestsOp::reduce_scatter);
+  CHECK_FALSE(collective_op_of(NcclTestsOp::alltoallv).has_value());
+  CHECK(to_string(NcclTestsOp::alltoallv) == "alltoallv");
+}
