@@ -15,15 +15,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "calibration/fit/nccl_log.hpp"
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
 #include "calibration/fit/nccl_topo_xml.hpp"
+#include "calibration/fit/node_from_topo_xml.hpp"
 #include "calibration/fit/osu.hpp"
 #include "calibration/fit/published_table.hpp"
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "topologies/cluster.hpp"
 
 namespace fs = std::filesystem;
 using namespace commstack::fit;
@@ -150,7 +154,13 @@ int main(int argc, char** argv) {
     };
   } else if (target == "topo_xml") {
     seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
-    parse = [](const std::string& t) { (void)parse_nccl_topo_xml(t, "fuzz"); };
+    // The parse, then the node model built from it (topo --from-nccl-xml) and its cluster check.
+    parse = [](const std::string& t) {
+      const NodeTopology xml = parse_nccl_topo_xml(t, "fuzz");
+      static const nlohmann::json base = commstack::topologies::load_cluster_document("dgx-h100");
+      (void)commstack::topologies::parse_cluster(
+          nlohmann::json::parse(cluster_from_nccl_topo(xml, base, "dgx-h100").dump()), "fuzz");
+    };
   } else if (target == "nccl_tests_json") {
     // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.
     seeds = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli", {"nccl-tests-json-"});
