@@ -297,12 +297,13 @@ int pick_nccl_tests_run(const std::string& text, const RunSpec& spec, NcclTestsO
   if (matching.size() == 1) return matching.front();
   if (hint == NcclTestsOp::unknown)
     throw InputError(
-        fmt::format("{}: the log holds {} nccl-tests runs ({}); say which with --run N ({}@run=N) or --op",
+        fmt::format("{}: the log holds {} nccl-tests runs ({}); say which with --run N (calibrate: {}@run=N) "
+                    "or the op (--op, op=)",
                     spec.file, runs, fmt::join(listing, "; "), spec.file));
-  throw InputError(
-      fmt::format("{}: {} of the log's {} nccl-tests runs are {} ({}); say which with --run N ({}@run=N)",
-                  spec.file, matching.empty() ? "none" : std::to_string(matching.size()), runs,
-                  to_string(hint), fmt::join(listing, "; "), spec.file));
+  throw InputError(fmt::format(
+      "{}: {} of the log's {} nccl-tests runs are {} ({}); say which with --run N (calibrate: {}@run=N)",
+      spec.file, matching.empty() ? "none" : std::to_string(matching.size()), runs, to_string(hint),
+      fmt::join(listing, "; "), spec.file));
 }
 
 }  // namespace
