@@ -63,7 +63,7 @@ topo::ClusterSpec cluster_of(const TopoOptions& o) {
   }
   if (o.format == "text")
     for (const auto& a : doc.at("assumptions")) fmt::print("# assumption: {}\n", a.get<std::string>());
-  return topo::parse_cluster(nlohmann::json::parse(doc.dump()), o.from_xml);
+  return topo::parse_cluster(nlohmann::json(doc), o.from_xml);
 }
 
 void write_dot(const topo::Topology& t, const std::string& path) {

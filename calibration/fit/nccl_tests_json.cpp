@@ -196,11 +196,12 @@ NcclTestsResult parse_nccl_tests_json(std::string_view input, const std::string&
     if (const json* c = oob->is_object() ? member(*oob, "count") : nullptr)
       res.out_of_bounds = integer(*c, origin, "out_of_bounds.count");
 
-  finish_nccl_tests_result(res, op_hint, from_args, "command line");
-  if (res.logged_op == NcclTestsOp::unknown || res.logged_op_source == "table columns") {
-    // A renamed binary: the file name is the next clue, as for the text output.
-    const NcclTestsOp o = nccl_tests_op_in_text(origin.substr(origin.find_last_of("/\\") + 1));
-    if (o != NcclTestsOp::unknown) finish_nccl_tests_result(res, op_hint, o, "filename");
+  // The binary names the op; a renamed one leaves the file name, as for the text output.
+  if (from_args != NcclTestsOp::unknown) {
+    finish_nccl_tests_result(res, op_hint, from_args, "command line");
+  } else {
+    const NcclTestsOp named = nccl_tests_op_in_text(origin.substr(origin.find_last_of("/\\") + 1));
+    finish_nccl_tests_result(res, op_hint, named, "filename");
   }
   return res;
 }

@@ -163,8 +163,7 @@ nlohmann::ordered_json cluster_from_nccl_topo(const NodeTopology& topo, const nl
   } else {
     assumptions.push_back("no NIC in the XML: one node, no scale-out fabric");
   }
-  if (base.contains("node") && bnode.contains("nvlink_domain_nodes"))
-    node["nvlink_domain_nodes"] = bnode.at("nvlink_domain_nodes");
+  if (bnode.contains("nvlink_domain_nodes")) node["nvlink_domain_nodes"] = bnode.at("nvlink_domain_nodes");
 
   nlohmann::ordered_json out;
   const std::string stem = topo.origin.substr(topo.origin.find_last_of("/\\") + 1);

@@ -277,8 +277,8 @@ namespace {
 // The run of a log that holds several nccl-tests runs: the spec's run=N, else the one run whose
 // own op (test-start line, command, columns) is the spec's op. Refuses, listing the runs, when
 // neither decides: picking the first would validate the wrong collective without a word.
-int pick_nccl_tests_run(const std::string& text, const RunSpec& spec, NcclTestsOp hint) {
-  const int runs = count_nccl_tests_runs(text);
+// `runs` is count_nccl_tests_runs(text).
+int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, NcclTestsOp hint) {
   if (spec.run) {
     if (*spec.run > runs)
       throw InputError(fmt::format("{}: run {} asked for, but the log holds {} nccl-tests run(s)", spec.file,
@@ -359,9 +359,10 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
       log = parse_nccl_tests_json(log_text, spec.file, hint);
       log_text.clear();
     } else {
-      const int run_index = pick_nccl_tests_run(log_text, spec, hint);
+      const int runs_in_log = count_nccl_tests_runs(log_text);
+      const int run_index = pick_nccl_tests_run(log_text, runs_in_log, spec, hint);
       log = parse_nccl_tests(log_text, spec.file, hint, run_index);
-      if (const int runs_in_log = count_nccl_tests_runs(log_text); runs_in_log > 1)
+      if (runs_in_log > 1)
         run.notes.push_back(fmt::format("{}: run {} of the log's {} nccl-tests runs (table at lines {}-{})",
                                         spec.file, run_index + 1, runs_in_log, log.table_first_line,
                                         log.table_last_line));

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       const NodeTopology xml = parse_nccl_topo_xml(t, "fuzz");
       static const nlohmann::json base = commstack::topologies::load_cluster_document("dgx-h100");
       (void)commstack::topologies::parse_cluster(
-          nlohmann::json::parse(cluster_from_nccl_topo(xml, base, "dgx-h100").dump()), "fuzz");
+          nlohmann::json(cluster_from_nccl_topo(xml, base, "dgx-h100")), "fuzz");
     };
   } else if (target == "nccl_tests_json") {
     // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.

@@ -21,7 +21,7 @@ std::string logs_dir() {
   return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-logs/";
 }
 nlohmann::json plain(const nlohmann::ordered_json& doc) {
-  return nlohmann::json::parse(doc.dump());
+  return nlohmann::json(doc);
 }
 }  // namespace
 

@@ -88,20 +88,21 @@ TEST_CASE("parse: malformed nccl-tests JSON names the field and what was expecte
                        doctest::Contains("x.json: malformed JSON"), InputError);
   CHECK_THROWS_WITH_AS(parse_nccl_tests_json("{\"config\": {}}", "x.json"),
                        doctest::Contains("x.json: results: expected the list of result rows"), InputError);
-  std::string nan_time = kRow;
-  nan_time.replace(nan_time.find("\"time\":20.0"), 11, "\"time\":\"nan\"");
-  CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(nan_time), "x.json"),
-                       doctest::Contains("x.json: results[0].out_of_place.time: expected a finite number"),
-                       InputError);
-  std::string negative = kRow;
-  negative.replace(negative.find("1048576"), 7, "-1048576");
-  CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(negative), "x.json"),
-                       doctest::Contains("results[0].size: expected bytes >= 0"), InputError);
-  std::string no_time = kRow;
-  no_time.replace(no_time.find("\"out_of_place\""), 14, "\"other\"");
-  CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(no_time), "x.json"),
-                       doctest::Contains("results[0]: expected an out_of_place or in_place timing"),
-                       InputError);
+  // kRow with one field changed, and the error it must give.
+  const struct {
+    const char *from, *to, *error;
+  } cases[] = {
+      {"\"time\":20.0", "\"time\":\"nan\"", "x.json: results[0].out_of_place.time: expected a finite number"},
+      {"\"size\":1048576", "\"size\":-1048576", "results[0].size: expected bytes >= 0"},
+      {"\"out_of_place\"", "\"other\"", "results[0]: expected an out_of_place or in_place timing"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.to);
+    std::string row = kRow;
+    row.replace(row.find(c.from), std::string(c.from).size(), c.to);
+    CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(row), "x.json"), doctest::Contains(c.error),
+                         InputError);
+  }
   CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(""), "x.json"), doctest::Contains("results: no rows"),
                        InputError);
 }
