@@ -175,7 +175,15 @@ void run_validate(const ValidateOptions& o) {
   // The communicator the predictions ran on (NCCL_DEBUG=INFO prints the same counts at init:
   // "24 coll channels, ... nvls channels").
   const select::CommShape& shape = v.comm;
-  const std::string comm_line = select::describe_comm(shape);
+  std::string comm_line = select::describe_comm(shape);
+  // NCCL_MIN_CTAS / NCCL_MAX_CTAS (or the older NCCL_MIN/MAX_NCHANNELS) bound the communicator's
+  // channels (NCCL prints its count after them, connect.cc); a small call may still use fewer.
+  if (const auto& env = run.knobs.env; env.min_ctas > 0 || env.max_ctas > 0) {
+    int bounded = shape.n_channels;
+    if (env.max_ctas > 0) bounded = std::min(bounded, env.max_ctas);
+    if (env.min_ctas > 0) bounded = std::max(bounded, env.min_ctas);
+    comm_line += fmt::format(", {} under NCCL_MIN/MAX_CTAS", bounded);
+  }
 
   if (o.format == "json") {
     nlohmann::json rows = nlohmann::json::array();

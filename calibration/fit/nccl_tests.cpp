@@ -62,6 +62,13 @@ bool column_kind(std::string_view name, Col& out) {
   return true;
 }
 
+// The line's first whitespace-separated word is `word` (case-insensitive): "Rank\t0 ..." as well as
+// "Rank 0 ..." (logs copied through spreadsheets or editors turn spaces into tabs).
+bool first_word_is(std::string_view text, std::string_view word) {
+  const auto toks = split_ws(text);
+  return !toks.empty() && equals_ci(toks.front(), word);
+}
+
 std::string_view strip_hashes(std::string_view line) {
   line = trim(line);
   while (!line.empty() && line.front() == '#') line.remove_prefix(1);
@@ -194,13 +201,62 @@ void parse_timing_cell(Col kind, std::string_view tok, NcclTestsTiming& t, const
       t.wrong = static_cast<std::int64_t>(v);
       break;
     }
-    case Col::error: t.max_error = need_nonneg(tok, origin, line, field); break;
+    case Col::error:  // nccl-tests before 2.13 prints N/A here when run with -c 0, as #wrong later
+      if (tok == "N/A")
+        t.max_error.reset();
+      else
+        t.max_error = need_nonneg(tok, origin, line, fmt::format("{} (a number or N/A)", field));
+      break;
     case Col::i_min: t.i_min_us = need_nonneg(tok, origin, line, field); break;
     case Col::i_max: t.i_max_us = need_nonneg(tok, origin, line, field); break;
     case Col::i_p99: t.i_p99_us = need_nonneg(tok, origin, line, field); break;
     case Col::i_cv: t.i_cv_percent = need_nonneg(tok, origin, line, field); break;
     default: break;
   }
+}
+
+// A token that reads as a number (a time, a root): not a redop name.
+bool is_number(std::string_view tok) {
+  double v = 0;
+  return to_double(tok, v);
+}
+
+// An unknown word in the column header, explained where the cause is plain: two tables pasted side
+// by side ("... #wrong  |  #  size ..."), or a header cut short mid-word ("... algbw  bu").
+[[noreturn]] void unknown_column(const std::vector<std::string_view>& header, std::string_view tok,
+                                 const std::string& origin, int line) {
+  if (tok.find('|') != std::string_view::npos)
+    fail(origin, line,
+         "column header: a '|' between columns: two tables side by side (e.g. two runs pasted next to each "
+         "other); give each run its own file");
+  if (&tok.front() == &header.back().front()) {
+    static constexpr std::array<std::string_view, 8> kNames{"size",  "count",  "redop", "algbw",
+                                                            "busbw", "#wrong", "error", "time"};
+    for (auto name : kNames)
+      if (tok.size() < name.size() && starts_with_ci(name, tok))
+        fail(
+            origin, line,
+            fmt::format("column header: it ends in '{}', the start of '{}': the line is cut short (truncated "
+                        "log?)",
+                        printable(tok), name));
+  }
+  fail(origin, line, fmt::format("column header: unknown column '{}'", printable(tok)));
+}
+
+// Lines of [first, last) that look like nccl-tests result rows (a size, then at least seven more
+// fields, most of them numbers): their count and the first one's line number.
+std::pair<int, int> row_like_lines(const std::vector<Line>& lines, std::size_t first, std::size_t last) {
+  int count = 0, first_line = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const auto toks = split_ws(trim(strip_launcher_prefix(lines[i].text)));
+    std::int64_t size = 0;
+    if (toks.size() < 8 || !to_int64(toks[0], size)) continue;
+    const auto numbers =
+        std::count_if(toks.begin(), toks.end(), [](std::string_view t) { return is_number(t); });
+    if (numbers * 3 < static_cast<std::ptrdiff_t>(toks.size()) * 2) continue;
+    if (count++ == 0) first_line = lines[i].number;
+  }
+  return {count, first_line};
 }
 
 }  // namespace
@@ -333,8 +389,9 @@ namespace {
 // header, "Using devices", the rank lines, the column header and its units line, the
 // out-of-place / in-place group line and the footer. A data row never matches.
 bool lost_hash(std::string_view body) {
-  for (std::string_view prefix : {"nThread ", "Using devices", "(B)", "Out of bounds values",
-                                  "Avg bus bandwidth", "Collective test starting:", "nccl-tests version"})
+  if (first_word_is(body, "nThread")) return true;
+  for (std::string_view prefix : {"Using devices", "(B)", "Out of bounds values", "Avg bus bandwidth",
+                                  "Collective test starting:", "nccl-tests version"})
     if (starts_with_ci(body, prefix)) return true;
   const auto toks = split_ws(body);
   if (toks.size() >= 4 && equals_ci(toks[0], "Rank") &&
@@ -414,6 +471,32 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   std::vector<int> half;  // 0 = row key, 1 = out-of-place, 2 = in-place
   bool in_table = false, done = false;
   std::set<int> seen_ranks;
+  std::optional<std::size_t> redop_at;  // the redop column's index
+  struct OtherLines {                   // lines inside the table that are not result rows
+    int count = 0, line = 0;
+    std::string text;
+  } other;
+  struct CutRow {  // a row with too few fields, waiting to see whether it is the table's last
+    int line = 0;
+    std::string message;
+    std::size_t fields = 0, want = 0;
+  };
+  std::optional<CutRow> cut;
+  auto read_cell = [&](std::size_t i, std::string_view tok, NcclTestsRow& row, int line) {
+    switch (kinds[i]) {
+      case Col::size: row.size_bytes = need_uint(tok, origin, line, "column 'size'"); break;
+      case Col::count: row.count = need_uint(tok, origin, line, "column 'count'"); break;
+      case Col::type: row.type = std::string(tok); break;
+      case Col::redop: row.redop = std::string(tok); break;
+      case Col::root: row.root = need_int(tok, origin, line, "column 'root'"); break;
+      case Col::timestamp: break;
+      default: {
+        auto& slot = half[i] == 1 ? row.out_of_place : row.in_place;
+        if (!slot) slot.emplace();
+        parse_timing_cell(kinds[i], tok, *slot, origin, line, res.columns[i]);
+      }
+    }
+  };
 
   // Several runs in one text (a job that ran several *_perf binaries): parse the run-th.
   const auto spans = run_spans(lines);
@@ -449,15 +532,19 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       if (is_column_header(body)) {
         if (in_table) {
           if (!res.rows.empty()) break;  // a second table starts: keep the first
+          other = OtherLines{};
+          cut.reset();
           kinds.clear();
           half.clear();
           res.columns.clear();
         }
         int time_groups = 0;
-        for (auto tok : split_ws(h)) {
+        const auto header_toks = split_ws(h);
+        redop_at.reset();
+        for (auto tok : header_toks) {
           Col k;
-          if (!column_kind(tok, k))
-            fail(origin, ln.number, fmt::format("column header: unknown column '{}'", printable(tok)));
+          if (!column_kind(tok, k)) unknown_column(header_toks, tok, origin, ln.number);
+          if (k == Col::redop) redop_at = kinds.size();
           if (k == Col::time) ++time_groups;
           if (time_groups > 2) fail(origin, ln.number, "column header: more than two time columns");
           kinds.push_back(k);
@@ -471,7 +558,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
         res.table_first_line = ln.number;
         continue;
       }
-      if (starts_with_ci(h, "Rank ")) {
+      if (first_word_is(h, "Rank")) {
         if (in_table && !res.rows.empty())
           fail(origin, ln.number, "rank line inside the result table (mixed output from several runs?)");
         NcclTestsRank r = parse_rank_line(h, origin, ln.number);
@@ -480,7 +567,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
         res.ranks.push_back(std::move(r));
         continue;
       }
-      if (starts_with_ci(h, "nThread ")) {
+      if (first_word_is(h, "nThread")) {
         if (res.run.present) fail(origin, ln.number, "a second '# nThread' run header (several runs in one file?)");
         parse_run_header(h, res.run, origin, ln.number);
         continue;
@@ -545,45 +632,73 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
         }
       continue;
     }
-    // A data row.
+    // A data row starts with its size. Any other line inside the table is someone else's output (a
+    // launcher's or driver's message, a user's comment): skipped, and counted in a note.
     auto toks = split_ws(body);
+    if (std::int64_t lead = 0; toks.empty() || !to_int64(toks[0], lead)) {
+      if (other.count++ == 0) other.line = ln.number, other.text = printable(body);
+      continue;
+    }
+    if (cut) fail(origin, cut->line, cut->message);  // a short row with rows after it: not a cut log
     bool has_ts = !kinds.empty() && kinds.back() == Col::timestamp;
     std::size_t want = has_ts ? kinds.size() - 1 : kinds.size();
-    if (toks.size() < want || (!has_ts && toks.size() != want))
-      fail(origin, ln.number,
-           fmt::format("expected a result row with {} columns ({}), got {} fields (truncated or mixed line?)", want,
-                       fmt::join(res.columns, " "), toks.size()));
+    // Old nccl-tests printed no redop word for ops without one (alltoall): the field is blank.
+    if (redop_at && toks.size() + 1 == want && *redop_at < toks.size() && is_number(toks[*redop_at]))
+      toks.insert(toks.begin() + static_cast<std::ptrdiff_t>(*redop_at), std::string_view{});
+    const std::string shape = fmt::format("expected a result row with {} columns ({}), got {} fields", want,
+                                          fmt::join(res.columns, " "), toks.size());
+    if (toks.size() > want && !has_ts) fail(origin, ln.number, shape + " (mixed line?)");
+    if (toks.size() < want) {
+      // Cut short: fine as the last row of a pasted or interrupted log (its fields but the last,
+      // which may be cut mid-word, must still read as their columns), an error anywhere else.
+      NcclTestsRow scratch;
+      for (std::size_t i = 0; i + 1 < toks.size(); ++i) read_cell(i, toks[i], scratch, ln.number);
+      cut = CutRow{ln.number, shape + " (truncated or mixed line?)", toks.size(), want};
+      continue;
+    }
     NcclTestsRow row;
     row.line = ln.number;
-    for (std::size_t i = 0; i < want; ++i) {
-      std::string_view tok = toks[i];
-      const std::string& cname = res.columns[i];
-      switch (kinds[i]) {
-        case Col::size: row.size_bytes = need_uint(tok, origin, ln.number, "column 'size'"); break;
-        case Col::count: row.count = need_uint(tok, origin, ln.number, "column 'count'"); break;
-        case Col::type: row.type = std::string(tok); break;
-        case Col::redop: row.redop = std::string(tok); break;
-        case Col::root: row.root = need_int(tok, origin, ln.number, "column 'root'"); break;
-        case Col::timestamp: break;
-        default: {
-          auto& slot = half[i] == 1 ? row.out_of_place : row.in_place;
-          if (!slot) slot.emplace();
-          parse_timing_cell(kinds[i], tok, *slot, origin, ln.number, cname);
-        }
-      }
-    }
+    for (std::size_t i = 0; i < want; ++i) read_cell(i, toks[i], row, ln.number);
     res.rows.push_back(std::move(row));
     res.table_last_line = ln.number;
   }
 
-  if (kinds.empty())
+  if (kinds.empty()) {
+    const auto [row_lines, first_row] = row_like_lines(lines, run_first, run_last);
+    if (row_lines > 0)
+      throw InputError(fmt::format(
+          "{}: no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') found, though {} "
+          "line(s) look like result rows (the first at line {}): the header says what each column is; "
+          "include the log from its '# nThread' line",
+          origin, row_lines, first_row));
     throw InputError(fmt::format("{}: no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') found; "
                                  "is this nccl-tests output?",
                                  origin));
+  }
   if (std::find(kinds.begin(), kinds.end(), Col::size) == kinds.end())
     throw InputError(fmt::format("{}: the result table has no 'size' column", origin));
-  if (res.rows.empty())
+  if (res.rows.empty()) {
+    if (cut)
+      throw InputError(
+          fmt::format("{}:{}: the result table's only row is cut short ({}); no complete row to use", origin,
+                      cut->line, cut->message));
+    if (other.count > 0)
+      throw InputError(
+          fmt::format("{}: the result table (header at line {}) has no data rows; the first line "
+                      "after it is line {}: '{}' (did the run stop after printing the header?)",
+                      origin, res.table_first_line, other.line, other.text));
     throw InputError(fmt::format("{}: the result table has no data rows (empty or truncated output)", origin));
+  }
+  if (cut)
+    res.notes.push_back(
+        fmt::format("{}:{}: the table's last row has {} of its {} fields (the log is cut short?): "
+                    "not used",
+                    origin, cut->line, cut->fields, cut->want));
+  if (other.count > 0)
+    res.notes.push_back(
+        fmt::format("{}: {} line(s) inside the result table are not result rows and were skipped "
+                    "(the first, line {}: '{}')",
+                    origin, other.count, other.line, other.text));
 
   // Op evidence in the output, most explicit first (docs/measurement-formats.md); the file name last.
   auto base_name = [&]() {
@@ -629,6 +744,23 @@ void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTes
   const TableOpInference t = op_from_table(res);
   res.table_op = t.op;
   res.op_table_reason = t.reason;
+  res.table_ops = t.candidates;
+  // A file name is weak evidence (files get renamed, copied, mislabelled): columns that rule its op
+  // out win, with a note, or leave the op open when they cannot decide themselves.
+  if (res.logged_op != NcclTestsOp::unknown && res.logged_op_source == "filename" && !t.candidates.empty() &&
+      std::find(t.candidates.begin(), t.candidates.end(), res.logged_op) == t.candidates.end()) {
+    const std::string named = to_string(res.logged_op);
+    if (t.op != NcclTestsOp::unknown) {
+      res.notes.push_back(
+          fmt::format("{}: the file name says {}, but the result table's columns give {} ({}): {} "
+                      "is used",
+                      res.origin, named, to_string(t.op), t.reason, to_string(t.op)));
+    } else {
+      res.op_table_reason = fmt::format("{}; the file name's {} is ruled out by them", t.reason, named);
+    }
+    res.logged_op = NcclTestsOp::unknown;
+    res.logged_op_source = "unknown";
+  }
   if (res.logged_op == NcclTestsOp::unknown && t.op != NcclTestsOp::unknown)
     res.logged_op = t.op, res.logged_op_source = "table columns";
   if (op_hint != NcclTestsOp::unknown)

@@ -96,6 +96,7 @@ struct NcclTestsResult {
   // sources say: the op (unknown where they cannot tell) and why.
   NcclTestsOp table_op = NcclTestsOp::unknown;
   std::string op_table_reason;
+  std::vector<NcclTestsOp> table_ops;       // the ops the columns allow (empty: they say nothing)
   std::optional<std::string> nccl_version;  // "2.26.2" from "NCCL version 2.26.2+cuda12.8" or nccl-library=22903
   NcclTestsRunHeader run;
   std::vector<NcclTestsRank> ranks;  // as printed
@@ -124,6 +125,9 @@ struct NcclTestsResult {
   // Lines of the result table: its column header and its last row (0 when none). NCCL's per-call
   // TUNING lines of this run's sizes print between the two.
   int table_first_line = 0, table_last_line = 0;
+  // What the reader left out or assumed, for the user (validate and calibrate print them as notes):
+  // a last row cut short, lines inside the table that are not result rows.
+  std::vector<std::string> notes;
 };
 
 // The fields every nccl-tests reader derives the same way (text output, nccl-tests -J JSON): the

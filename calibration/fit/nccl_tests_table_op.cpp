@@ -44,7 +44,7 @@ bool near(const BusRatio& r, double expected) {
 TableOpInference op_from_table(const NcclTestsResult& r) {
   TableOpInference out;
   std::optional<std::uint64_t> per_rank;  // size / (count x type size), the same on every row
-  bool reducing = false, rooted = false, redop_seen = false;
+  bool reducing = false, rooted = false, redop_seen = false, root_column = false;
   for (const auto& row : r.rows) {
     if (!row.count || *row.count == 0 || row.size_bytes == 0) continue;
     const auto tb = type_bytes(row.type);
@@ -72,6 +72,7 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
       }
       reducing = red, redop_seen = true;
     }
+    if (row.root) root_column = true;
     if (row.root && *row.root >= 0) rooted = true;
   }
   if (!per_rank || !redop_seen) {
@@ -98,6 +99,7 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
       return out;
     }
     out.op = reducing ? NcclTestsOp::reduce : NcclTestsOp::broadcast;
+    out.candidates = {out.op};
     out.reason =
         fmt::format("redop '{}' with a root and count = size / type size", reducing ? "a reduction" : "none");
     return out;
@@ -109,9 +111,15 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
     }
     if (!reducing) {
       out.reason = "all_gather or alltoall: both print redop 'none' and count = size / (ranks x type size)";
+      out.candidates = {NcclTestsOp::all_gather, NcclTestsOp::alltoall, NcclTestsOp::alltoallv,
+                        NcclTestsOp::hypercube};
+      // Without a root column a gather or scatter prints the same.
+      if (!root_column)
+        out.candidates.insert(out.candidates.end(), {NcclTestsOp::gather, NcclTestsOp::scatter});
       return out;
     }
     out.op = NcclTestsOp::reduce_scatter;
+    out.candidates = {out.op};
     out.reason = "a reduction with count = size / (ranks x type size)";
     return out;
   }
@@ -121,6 +129,9 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
     out.reason = "redop 'none' with count = size / type size and no root: not an op the columns identify";
     return out;
   }
+  // Without a root column a reduce prints the same (its bus factor is 1, as sendrecv's).
+  out.candidates = {NcclTestsOp::all_reduce, NcclTestsOp::sendrecv};
+  if (!root_column) out.candidates.push_back(NcclTestsOp::reduce);
   if (!ratio) {
     out.reason = "all_reduce or sendrecv: the busbw / algbw ratio is not printed precisely enough to tell";
     return out;
@@ -132,14 +143,17 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
   }
   if (as_sendrecv) {
     out.op = NcclTestsOp::sendrecv;
+    out.candidates = {out.op};
     out.reason = fmt::format("busbw = algbw on {} ranks with count = size / type size", n);
     return out;
   }
   if (ratio->value < 1.0 || ratio->value >= 2.0 || (n > 0 && contradicts(2.0 * (n - 1.0) / n))) {
     out.reason = fmt::format("busbw / algbw {:.4f} fits neither all_reduce nor sendrecv", ratio->value);
+    out.candidates.clear();
     return out;
   }
   out.op = NcclTestsOp::all_reduce;
+  out.candidates = {out.op};
   out.reason = fmt::format("a reduction with count = size / type size and busbw / algbw {:.3f} (2(n-1)/n)",
                            ratio->value);
   return out;

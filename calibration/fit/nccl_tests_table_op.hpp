@@ -3,6 +3,7 @@
 // output that names it nowhere else (older nccl-tests print no "Collective test starting" line,
 // and logs pasted into issues lose their file names). Rules in docs/measurement-formats.md.
 #include <string>
+#include <vector>
 
 #include "calibration/fit/nccl_tests.hpp"
 
@@ -12,6 +13,9 @@ struct TableOpInference {
   NcclTestsOp op = NcclTestsOp::unknown;
   // Why: the columns that decided it, or why they cannot ("all_gather or alltoall: ...").
   std::string reason;
+  // The ops the columns allow: op alone when they decide, the ops they cannot tell apart when they
+  // narrow it down (all_gather / alltoall), empty when they say nothing.
+  std::vector<NcclTestsOp> candidates;
 };
 
 // Reads the redop and root columns, the ratio size / (count x type size) (1 for all_reduce,

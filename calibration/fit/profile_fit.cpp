@@ -278,6 +278,24 @@ namespace {
 // own op (test-start line, command, columns) is the spec's op. Refuses, listing the runs, when
 // neither decides: picking the first would validate the wrong collective without a word.
 // `runs` is count_nccl_tests_runs(text).
+// The rank lines' GPU against the cluster's: a log of another GPU generation validated on a preset
+// is predicted for the preset's hardware, which the user should see said.
+void note_gpu_mismatch(const std::string& file, const std::string& log_gpu, MeasuredRun& run) {
+  if (log_gpu.empty()) return;
+  const int log_sm = sim::stack::sm_of_gpu_model(log_gpu);
+  const int cluster_sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
+  if (log_sm != 0 && log_sm == cluster_sm) return;
+  run.notes.push_back(
+      log_sm == 0
+          ? fmt::format(
+                "{}: the rank lines name a '{}', a GPU commstack has no model of; the prediction is for "
+                "cluster {}'s {}",
+                file, log_gpu, run.cluster_name, run.cluster.node.gpu_model)
+          : fmt::format("{}: the rank lines name a '{}' but cluster {} is built around the {} (another GPU "
+                        "generation): the prediction is for the cluster's hardware, not the log's",
+                        file, log_gpu, run.cluster_name, run.cluster.node.gpu_model));
+}
+
 int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, NcclTestsOp hint) {
   if (spec.run) {
     if (*spec.run > runs)
@@ -289,10 +307,15 @@ int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, 
   std::vector<std::string> listing;
   std::vector<int> matching;
   for (int i = 0; i < runs; ++i) {
-    const NcclTestsResult r = parse_nccl_tests(text, spec.file, NcclTestsOp::unknown, i);
-    listing.push_back(fmt::format("{}: {} (lines {}-{}, {} sizes)", i + 1, to_string(r.op),
-                                  r.table_first_line, r.table_last_line, r.rows.size()));
-    if (hint != NcclTestsOp::unknown && r.op == hint) matching.push_back(i);
+    // A run that does not parse is listed with its reason; it does not keep the others from use.
+    try {
+      const NcclTestsResult r = parse_nccl_tests(text, spec.file, NcclTestsOp::unknown, i);
+      listing.push_back(fmt::format("{}: {} (lines {}-{}, {} sizes)", i + 1, to_string(r.op),
+                                    r.table_first_line, r.table_last_line, r.rows.size()));
+      if (hint != NcclTestsOp::unknown && r.op == hint) matching.push_back(i);
+    } catch (const InputError& e) {
+      listing.push_back(fmt::format("{}: unreadable ({})", i + 1, e.what()));
+    }
   }
   if (matching.size() == 1) return matching.front();
   if (hint == NcclTestsOp::unknown)
@@ -369,6 +392,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     }
     one_column = false;
   }
+  run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
   apply_logged_env(spec, log, run);
   // An explicit op that the output contradicts: the output's own line or its table's columns win
   // over a typo; a file name is weaker evidence (files get renamed), so it only earns a note.
@@ -376,6 +400,10 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     if (log.table_op != NcclTestsOp::unknown && log.table_op != hint)
       throw InputError(fmt::format("{}: op {} contradicts the log: its table's columns give {} ({})",
                                    spec.file, to_string(hint), to_string(log.table_op), log.op_table_reason));
+    if (!log.table_ops.empty() &&
+        std::find(log.table_ops.begin(), log.table_ops.end(), hint) == log.table_ops.end())
+      throw InputError(fmt::format("{}: op {} contradicts the log: its table's columns rule it out ({})",
+                                   spec.file, to_string(hint), log.op_table_reason));
     if (log.logged_op != NcclTestsOp::unknown && log.logged_op != hint) {
       if (log.logged_op_source != "filename")
         throw InputError(fmt::format("{}: op {} contradicts the log: its {} gives {}", spec.file,
@@ -391,6 +419,12 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     "starting' line, no *_perf command, no op in the file name) and its columns cannot "
                     "tell ({}); pass --op NAME (calibrate: {}@op=NAME)",
                     spec.file, log.op_table_reason, spec.file));
+  // The file name alone decided (the columns agree when they can tell, and stay silent then).
+  if (log.op_source == "filename" && log.table_op != log.op)
+    run.notes.push_back(
+        fmt::format("{}: collective {} taken from the file name (the log names none, and its "
+                    "columns cannot tell: {}); --op overrides",
+                    spec.file, to_string(log.op), log.op_table_reason));
   if (log.op_source == "table columns")
     run.notes.push_back(
         fmt::format("{}: collective {} read from the result table's columns ({}); --op overrides", spec.file,
@@ -426,6 +460,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     *preset, log.gpu_model));
   }
   run.cluster = topologies::load_cluster(run.cluster_name);
+  note_gpu_mismatch(spec.file, log.gpu_model, run);
   if (spec.nodes) {
     run.nodes = *spec.nodes;
   } else if (log.n_hosts > 0 && log.ranks_complete) {
@@ -510,8 +545,10 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   // in_place=1 says its numbers are in-place.
   run.in_place = spec.in_place;
   const bool in_place_column = spec.in_place && !one_column;
+  int zero_rows = 0;
   for (const auto& row : log.rows) {
     const auto& timing = in_place_column ? row.in_place : row.out_of_place;
+    if (row.size_bytes == 0) ++zero_rows;
     if (row.size_bytes == 0 || !timing) continue;
     if (spec.min_bytes > 0 && row.size_bytes < spec.min_bytes) continue;
     if (spec.max_bytes > 0 && row.size_bytes > spec.max_bytes) continue;
@@ -519,6 +556,11 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     run.bytes.push_back(row.size_bytes);
     run.measured_us.push_back(timing->time_us);
   }
+  if (zero_rows > 0)
+    run.notes.push_back(
+        fmt::format("{}: {} row(s) of 0 bytes not used (nccl-tests prints them when a size is "
+                    "below one element per rank; there is nothing to move)",
+                    spec.file, zero_rows));
   if (run.bytes.empty())
     throw InputError(
         fmt::format("{}: cannot use this run: no result row with size > 0 and a positive {} "

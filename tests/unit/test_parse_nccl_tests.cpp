@@ -182,8 +182,16 @@ TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
   std::string s(kSmall);
   std::string header_only = s.substr(0, s.find("           8"));
   CHECK_THROWS_WITH_AS(parse_nccl_tests(header_only, "h.txt"), doctest::Contains("no data rows"), commstack::InputError);
-  std::string truncated = s.substr(0, s.find("28.67"));
-  CHECK_THROWS_WITH_AS(parse_nccl_tests(truncated, "t.txt"), doctest::Contains("t.txt:11:"), commstack::InputError);
+  // A row cut short with rows after it is no cut log: an error naming the line.
+  std::string cut_inside = s;
+  cut_inside.replace(cut_inside.find("    28.67    0.00    0.00      3"), 32, "");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(cut_inside, "t.txt"),
+                       doctest::Contains("t.txt:11: expected a result row with 13"), commstack::InputError);
+  // The only row cut short: nothing to use.
+  std::string only_row_cut = s.substr(0, s.find("28.67"));
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(only_row_cut, "t.txt"),
+                       doctest::Contains("t.txt:11: the result table's only row is cut short"),
+                       commstack::InputError);
   std::string bad_num = s;
   bad_num.replace(bad_num.find("29.72"), 5, "29.x2");
   CHECK_THROWS_WITH_AS(parse_nccl_tests(bad_num, "n.txt"), doctest::Contains("n.txt:11: column 'time'"), commstack::InputError);
@@ -442,4 +450,121 @@ TEST_CASE("parse: op names from binaries and file names, alltoallv kept apart fr
   CHECK(nccl_tests_op_in_text("nccl-tests_reduce_scatter_b200.txt") == NcclTestsOp::reduce_scatter);
   CHECK_FALSE(collective_op_of(NcclTestsOp::alltoallv).has_value());
   CHECK(to_string(NcclTestsOp::alltoallv) == "alltoallv");
+}
+
+TEST_CASE("parse: logs as users paste them: a cut last row, other output in the table, tabs, old columns") {
+  const std::string s(kSmall);
+  // The last row cut short (a pasted excerpt, an interrupted run): the complete rows are used and
+  // a note says which line was left out; its fields but the last must still read as their columns.
+  const std::string cut = s.substr(0, s.find("0.00    0.00    N/A"));
+  const NcclTestsResult r = parse_nccl_tests(cut, "cut.txt", NcclTestsOp::all_reduce);
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.rows[0].size_bytes == 8);
+  REQUIRE(r.notes.size() == 1);
+  CHECK(r.notes[0] ==
+        "cut.txt:12: the table's last row has 10 of its 13 fields (the log is cut short?): not used");
+  std::string cut_bad = cut;
+  cut_bad.replace(cut_bad.find("float     sum      -1    28.45"), 30, "float     sum      xx    28.45");
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(cut_bad, "cb.txt"), doctest::Contains("cb.txt:12: column 'root'"),
+                       commstack::InputError);
+
+  // Someone else's output inside the table (a driver message, a user's note): skipped, counted.
+  std::string chatter = s;
+  chatter.insert(chatter.find("          16"),
+                 "mlx5: node-b: got completion with error:\nok, second size:\n");
+  const NcclTestsResult c = parse_nccl_tests(chatter, "c.txt", NcclTestsOp::all_reduce);
+  CHECK(c.rows.size() == 2);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0] ==
+        "c.txt: 2 line(s) inside the result table are not result rows and were skipped (the first, line 12: "
+        "'mlx5: node-b: got completion with error:')");
+  // A run that stopped after its header: the message shows what came instead of rows.
+  std::string aborted = s.substr(0, s.find("           8"));
+  aborted += "node-b:7438:7438 [0] NCCL INFO Launch mode Parallel\nSegmentation fault (core dumped)\n";
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests(aborted, "a.txt"),
+      doctest::Contains("a.txt: the result table (header at line 9) has no data rows; the first "
+                        "line after it is line 12: 'Segmentation fault (core dumped)'"),
+      commstack::InputError);
+
+  // Tabs instead of spaces, rank lines included (logs through spreadsheets and editors).
+  std::string tabs = s;
+  for (auto& ch : tabs)
+    if (ch == ' ') ch = '\t';
+  const NcclTestsResult t = parse_nccl_tests(tabs, "tabs.txt", NcclTestsOp::all_reduce);
+  CHECK(t.n_ranks == 4);
+  CHECK(t.n_hosts == 2);
+  CHECK(t.gpus_per_node == 2);
+  CHECK(t.rows.size() == 2);
+  CHECK(*t.run.iters == 20);
+
+  // nccl-tests before 2.13: an "error" column, N/A there under -c 0 (as #wrong later); alltoall rows
+  // with no redop word at all.
+  const std::string old =
+      "#                                                     out-of-place                    in-place\n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  "
+      "error\n"
+      "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "     1048576         32768   float            212.1    4.94    4.64    N/A    212.8    4.93    4.62   "
+      " N/A\n"
+      "     2097152         65536   float            380.5    5.51    5.17  0e+00    381.0    5.50    5.16  "
+      "0e+00\n";
+  const NcclTestsResult o = parse_nccl_tests(old, "alltoall_old.txt");
+  REQUIRE(o.rows.size() == 2);
+  CHECK(o.rows[0].redop.empty());
+  CHECK(o.rows[0].out_of_place->time_us == doctest::Approx(212.1));
+  CHECK_FALSE(o.rows[0].out_of_place->max_error.has_value());
+  CHECK(*o.rows[1].in_place->max_error == 0.0);
+  CHECK(o.op == NcclTestsOp::alltoall);  // from the file name: a blank redop tells the columns nothing
+  CHECK(o.table_ops.empty());
+
+  // A header the tool cannot read says why: two tables side by side, a line cut mid-word, rows
+  // without their header.
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests("#  size count type redop root time algbw busbw #wrong  |  #  size count type\n",
+                       "sb.txt"),
+      doctest::Contains("sb.txt:1: column header: a '|' between columns: two tables side by side"),
+      commstack::InputError);
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests("#  size  count  type  redop  root  time  algbw  bu\n", "h.txt"),
+      doctest::Contains("h.txt:1: column header: it ends in 'bu', the start of 'busbw': the line is "
+                        "cut short"),
+      commstack::InputError);
+  const std::string rows_only = s.substr(s.find("           8"));
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests(rows_only, "r.txt"),
+      doctest::Contains("no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') "
+                        "found, though 2 line(s) look like result rows (the first at line 1)"),
+      commstack::InputError);
+}
+
+TEST_CASE("parse: a file name's op that the table's columns rule out is not used") {
+  // One row on 2 ranks, count = size / (ranks x type size): all_gather or alltoall with redop none,
+  // reduce_scatter with a reduction.
+  const auto table = [](const std::string& redop) {
+    return "#  Rank  0 Group  0 Pid   6287 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+           "#  Rank  1 Group  0 Pid   6287 on     node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+           "algbw "
+           "  busbw #wrong\n"
+           "     1048576        131072     float  " +
+           redop + "      -1    20.51   51.12   25.56      0    18.02   58.19   29.09      0\n";
+  };
+  const std::string ag = table("none");
+  const NcclTestsResult a = parse_nccl_tests(ag, "all_reduce_perf.txt");
+  CHECK(a.op == NcclTestsOp::unknown);
+  CHECK(a.op_table_reason.find("the file name's all_reduce is ruled out by them") != std::string::npos);
+  CHECK(a.table_ops.size() >= 2);
+  // Columns that decide win over the file name, with a note.
+  const std::string rs = table(" sum");
+  const NcclTestsResult r = parse_nccl_tests(rs, "all_gather_perf.txt");
+  CHECK(r.op == NcclTestsOp::reduce_scatter);
+  CHECK(r.op_source == "table columns");
+  REQUIRE(r.notes.size() == 1);
+  CHECK(
+      r.notes[0].find("the file name says all_gather, but the result table's columns give reduce_scatter") !=
+      std::string::npos);
+  // A file name the columns allow is used as before.
+  CHECK(parse_nccl_tests(ag, "all_gather_perf.txt").op == NcclTestsOp::all_gather);
+  CHECK(parse_nccl_tests(ag, "all_gather_perf.txt").notes.empty());
 }

@@ -363,3 +363,61 @@ TEST_CASE("stack: validate reports NCCL's own model on the same sizes, whatever 
   for (const auto& r : va.rows) CHECK(r.nccl_model_us < 0);
   CHECK(va.nccl_model_n_large + va.nccl_model_n_small == 0);
 }
+
+TEST_CASE("stack: a run's loader says what it assumed: another GPU than the cluster's, 0-byte rows") {
+  const auto has = [](const fit::MeasuredRun& run, const std::string& text) {
+    for (const auto& n : run.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  // The dgxc H100 sweep validated on the B200 preset: predicted for the preset, and said so.
+  const std::string h100 = data("nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt");
+  const auto other = fit::load_measured_run(fit::parse_run_spec(h100, "--input"), std::string("hgx-b200"));
+  CHECK(has(other,
+            "the rank lines name a 'NVIDIA H100 80GB HBM3' but cluster hgx-b200 is built around the B200"));
+  // On its own generation's preset: no GPU note.
+  const auto own = fit::load_measured_run(fit::parse_run_spec(h100, "--input"), std::string("dgx-h100"));
+  CHECK_FALSE(has(own, "the rank lines name"));
+  // nccl-tests prints 0-byte rows below one element per rank; they are left out, and counted.
+  const std::string ag = data("nccl-tests_all_gather_b200_1n8g_vultr-poc.txt");
+  const auto zeros = fit::load_measured_run(fit::parse_run_spec(ag + "@nodes=1,gpus_per_node=8", "--input"),
+                                            std::string("hgx-b200"));
+  CHECK(has(zeros, "4 row(s) of 0 bytes not used"));
+  CHECK(zeros.bytes.front() > 0);
+}
+
+TEST_CASE(
+    "stack: an explicit op the table's columns rule out is refused; an unreadable run does not block "
+    "another") {
+  // An all_gather table: --op all_reduce contradicts its columns (redop none, count = size / (ranks x
+  // type size)) even though they cannot tell all_gather from alltoall.
+  const std::string ag = data("nccl-tests_all_gather_b200_1n2g_google-dranet-nvidia-dra.txt");
+  CHECK_THROWS_WITH_AS(
+      fit::load_measured_run(fit::parse_run_spec(ag + "@op=all_reduce", "--input"), std::string("hgx-b200")),
+      doctest::Contains("op all_reduce contradicts the log: its table's columns rule it out"), InputError);
+  // Two runs in one log, the second one broken: listed as unreadable, and --op still finds the first.
+  const std::string path = "test_two_runs_one_broken.txt";
+  {
+    std::ofstream out(path);
+    out << "# Collective test starting: all_reduce_perf\n"
+           "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+           "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+           "algbw   busbw #wrong\n"
+           "     1048576        262144     float     sum      -1    20.51   51.12   51.12      0    18.02   "
+           "58.19   58.19      0\n"
+           "# Avg bus bandwidth    : 51.1\n"
+           "# Collective test starting: all_gather_perf\n"
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+           "algbw   busbw #wrong\n"
+           "     1048576        131072     float    none      -1    20.51   51.12   25.56   oops    18.02   "
+           "58.19   29.09      0\n"
+           "# Avg bus bandwidth    : 25.5\n";
+  }
+  const auto first = fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce", "--input"),
+                                            std::string("dgx-h100"));
+  CHECK(first.bytes.size() == 1);
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100")),
+                       doctest::Contains("2: unreadable ("), InputError);
+  std::remove(path.c_str());
+}
