@@ -556,6 +556,12 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     run.bytes.push_back(row.size_bytes);
     run.measured_us.push_back(timing->time_us);
   }
+  // nccl-tests -N (run cycles) or -d all / -o all print a size more than once in one table.
+  if (std::set<std::uint64_t> seen(run.bytes.begin(), run.bytes.end()); seen.size() < run.bytes.size())
+    run.notes.push_back(
+        fmt::format("{}: {} of the table's {} rows repeat a size (nccl-tests -N cycles, or several "
+                    "types or reductions); each row is used on its own",
+                    spec.file, run.bytes.size() - seen.size(), run.bytes.size()));
   if (zero_rows > 0)
     run.notes.push_back(
         fmt::format("{}: {} row(s) of 0 bytes not used (nccl-tests prints them when a size is "

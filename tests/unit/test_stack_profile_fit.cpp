@@ -384,6 +384,28 @@ TEST_CASE("stack: a run's loader says what it assumed: another GPU than the clus
                                             std::string("hgx-b200"));
   CHECK(has(zeros, "4 row(s) of 0 bytes not used"));
   CHECK(zeros.bytes.front() > 0);
+  // nccl-tests -N 2: the sweep's rows twice in one table; every row is used, and that is said.
+  const std::string path = "test_run_cycles.txt";
+  {
+    std::ofstream out(path);
+    out << "# Collective test starting: all_reduce_perf\n"
+           "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+           "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+           "algbw   "
+           "busbw #wrong\n";
+    for (int cycle = 0; cycle < 2; ++cycle)
+      out << "     1048576        262144     float     sum      -1    20.51   51.12   51.12      0    18.02  "
+             " 58.19   "
+             "58.19      0\n"
+             "     2097152        524288     float     sum      -1    30.51   68.74   68.74      0    30.02  "
+             " 69.86   "
+             "69.86      0\n";
+  }
+  const auto cycles = fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100"));
+  CHECK(cycles.bytes.size() == 4);
+  CHECK(has(cycles, "2 of the table's 4 rows repeat a size"));
+  std::remove(path.c_str());
 }
 
 TEST_CASE(
