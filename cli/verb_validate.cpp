@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validation_plot.hpp"
 #include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
@@ -31,6 +32,7 @@ struct ValidateOptions {
   std::string format = "text";
   bool breakdown = false;
   bool in_place = false;
+  std::string plot;
 };
 
 std::string breakdown_text(const sim::stack::Breakdown& b) {
@@ -172,6 +174,7 @@ void run_validate(const ValidateOptions& o) {
     throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
                                  profile.origin, profile.sm, run.cluster_name, sm));
   const fit::ValidationResult v = fit::validate_run(run, profile);
+  if (!o.plot.empty()) fit::validation_plot(run, v, o.plot);
   // The communicator the predictions ran on (NCCL_DEBUG=INFO prints the same counts at init:
   // "24 coll channels, ... nvls channels").
   const select::CommShape& shape = v.comm;
@@ -388,6 +391,10 @@ void register_validate(CLI::App& app) {
   sub->add_option("--profile", o->profile, "Calibration profile (file or shipped name; default: the GPU generation's)");
   sub->add_option("--format", o->format, "text, csv or json");
   sub->add_flag("--breakdown", o->breakdown, "Show each layer's contribution");
+  sub->add_option(
+      "--plot", o->plot,
+      "Write a PNG of measured vs predicted bus bandwidth and the error per size here, with its .dat "
+      "and .gp next to it (gnuplot)");
   on_selected(sub, [o] { run_validate(*o); });
 }
 

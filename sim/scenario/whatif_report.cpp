@@ -3,14 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/gnuplot.hpp"
 
 namespace commstack::sim::scenario {
 namespace {
@@ -38,20 +37,6 @@ std::string csv_field(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
-}
-
-// gnuplot single-quoted string: only a quote needs escaping (doubled).
-std::string gp_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-// POSIX shell single-quoted word.
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace
@@ -199,12 +184,8 @@ nlohmann::ordered_json whatif_json(const WhatifResult& w) {
 }
 
 void whatif_plot(const WhatifResult& w, const std::string& png_path) {
-  namespace fs = std::filesystem;
-  const fs::path png(png_path);
-  fs::path stem = png;
-  stem.replace_extension();
-  const fs::path dat = stem.string() + ".dat";
-  const fs::path gp = stem.string() + ".gp";
+  const PlotFiles files = plot_files(png_path);
+  const auto& [png, dat, gp] = files;
   {
     std::ofstream out(dat);
     if (!out) throw InputError(fmt::format("--plot: cannot write '{}'", dat.string()));
@@ -223,14 +204,14 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
   {
     std::ofstream out(gp);
     if (!out) throw InputError(fmt::format("--plot: cannot write '{}'", gp.string()));
-    const std::string d = gp_quote(dat.filename().string());
+    const std::string d = gnuplot_quote(dat.filename().string());
     out << "# Written by commstack whatif; run `gnuplot " << gp.filename().string()
         << "` in this folder to redraw.\n";
     out << "set terminal pngcairo size 1200,1000 font ',10'\n";
-    out << "set output " << gp_quote(png.filename().string()) << "\n";
+    out << "set output " << gnuplot_quote(png.filename().string()) << "\n";
     out << "set datafile separator '\\t'\n";
     out << "set multiplot layout 2,1 title "
-        << gp_quote(fmt::format("what-if {}: {}", w.scenario, w.description)) << " font ',11'\n";
+        << gnuplot_quote(fmt::format("what-if {}: {}", w.scenario, w.description)) << " font ',11'\n";
     out << "set style data histograms\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n";
     out << "set xtics rotate by -15 scale 0\nset grid ytics\nset key outside right top\n";
     out << "set ylabel 'speedup over the baseline (x)'\nset yrange [0:*]\nset offsets 0,0,0.15,0\n";
@@ -243,24 +224,13 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     out << "plot ";
     for (std::size_t k = 0; k < w.parts.size(); ++k) {
       if (k > 0) out << ", \\\n     ";
-      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title "
-          << gp_quote(w.parts[k]) << " lc rgb '" << colors[k] << "'";
+      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title " << gnuplot_quote(w.parts[k])
+          << " lc rgb '" << colors[k] << "'";
     }
     out << "\nunset multiplot\n";
     if (!out) throw InputError(fmt::format("--plot: writing '{}' failed", gp.string()));
   }
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    throw InputError(
-        fmt::format("--plot: gnuplot is not installed (apt-get install gnuplot-nox); the data and script "
-                    "are in {} and {}",
-                    dat.string(), gp.string()));
-  }
-  const fs::path dir = gp.has_parent_path() ? gp.parent_path() : fs::path(".");
-  const std::string cmd =
-      fmt::format("cd {} && gnuplot {}", sh_quote(dir.string()), sh_quote(gp.filename().string()));
-  if (std::system(cmd.c_str()) != 0) {
-    throw InputError(fmt::format("--plot: gnuplot failed on {} (the script and data are kept)", gp.string()));
-  }
+  run_gnuplot(files, "--plot");
 }
 
 }  // namespace commstack::sim::scenario

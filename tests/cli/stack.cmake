@@ -184,3 +184,9 @@ commstack_cli_test(NAME stack_validate_agg_iters_note
 commstack_cli_test(NAME stack_validate_nccl_tests_json
   ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-json-dgxc-h100.json
   MATCH "# NCCL's own model \\(ncclTopoGetAlgoTime, 2.28.9 constants\\) on the same sizes: MAPE 14.73% over 32 sizes \\(>=1MiB: 12.43% over 15; <1MiB: 16.76% over 17\\)\n+MAPE")
+
+# validate --plot: PNG plus its data and gnuplot script (where gnuplot is missing, the error says so).
+add_test(NAME cli.stack_validate_plot
+  COMMAND sh -c "rm -f \"$2\"/validate-plot.*; if command -v gnuplot >/dev/null; then \"$0\" validate --cluster dgx-h100 --measured \"$1\" --plot \"$2/validate-plot.png\" > /dev/null && test -s \"$2/validate-plot.png\" && grep -q \"NCCL's own model\" \"$2/validate-plot.gp\" && grep -q '^17179869184	' \"$2/validate-plot.dat\"; else \"$0\" validate --cluster dgx-h100 --measured \"$1\" --plot \"$2/validate-plot.png\" 2>&1 | grep -q 'gnuplot is not installed'; fi"
+          $<TARGET_FILE:commstack> ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt ${CMAKE_CURRENT_BINARY_DIR}
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validation_plot.hpp"
 #include "common/error.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
@@ -442,4 +444,41 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100")),
                        doctest::Contains("2: unreadable ("), InputError);
   std::remove(path.c_str());
+}
+
+TEST_CASE("stack: validate's plot data are the table's numbers as bus bandwidth") {
+  const auto run = fit::load_measured_run(
+      fit::parse_run_spec(data("nccl-tests_alltoall_b200_2n8g_vultr-poc.txt") + "@nodes=2,gpus_per_node=8",
+                          "--input"),
+      std::string("hgx-b200"));
+  const auto v = fit::validate_run(run, sim::stack::default_profile(100));
+  const auto files = fit::write_validation_plot_files(run, v, "test_validate_plot.png");
+  std::ifstream dat(files.dat);
+  std::string line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(dat, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, '\t');) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  REQUIRE(rows.size() == v.rows.size());
+  const double bf = 15.0 / 16.0;  // alltoall on 16 ranks: (n-1)/n
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    REQUIRE(rows[i].size() == 9);
+    CHECK(std::stoull(rows[i][0]) == v.rows[i].bytes);
+    CHECK(std::stod(rows[i][1]) ==
+          doctest::Approx(v.rows[i].bytes * bf / (v.rows[i].measured_us * 1e3)).epsilon(1e-5));
+    CHECK(std::stod(rows[i][2]) ==
+          doctest::Approx(v.rows[i].bytes * bf / (v.rows[i].predicted_us * 1e3)).epsilon(1e-5));
+    CHECK(rows[i][3] == "-");  // NCCL has no model of alltoall
+    CHECK(std::stod(rows[i][6]) == doctest::Approx(v.rows[i].error_percent).epsilon(1e-4));
+  }
+  std::ifstream gp(files.gp);
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  CHECK(script.find("set output 'test_validate_plot.png'") != std::string::npos);
+  CHECK(script.find("NCCL's own model") == std::string::npos);  // no curve where NCCL has no model
+  std::remove(files.dat.string().c_str());
+  std::remove(files.gp.string().c_str());
 }
