@@ -67,7 +67,21 @@ bool class_is(std::string_view cls, std::string_view prefix) { return starts_wit
 
 void walk_pci(Ctx& c, const pugi::xml_node& n, int parent, int cpu);
 
+// commstack models NVIDIA GPUs under NCCL: an RCCL dump (AMD, or a vendor's gfx part) would
+// otherwise be read as the NVIDIA generation its sm attribute happens to match.
+void refuse_other_vendor(Ctx& c, const pugi::xml_node& at, int pci) {
+  const std::string vendor = pci >= 0 ? lower(c.topo->pcis[static_cast<std::size_t>(pci)].vendor) : "";
+  const std::string gcn = at ? at.attribute("gcn").value() : "";
+  if (!gcn.empty() || (!vendor.empty() && vendor != "0x10de"))
+    bad(c, at,
+        fmt::format("a GPU that is not NVIDIA's ({}{}): an RCCL topology dump? commstack models NVIDIA GPUs "
+                    "under NCCL",
+                    vendor.empty() ? "" : "PCI vendor " + vendor,
+                    gcn.empty() ? "" : (vendor.empty() ? "" : ", ") + std::string("gcn=\"") + gcn + "\""));
+}
+
 void add_gpu(Ctx& c, const pugi::xml_node& g, int pci, int cpu, std::string busid) {
+  if (g) refuse_other_vendor(c, g, pci);
   TopoGpu gpu;
   gpu.busid = std::move(busid);
   gpu.pci = pci;
@@ -156,7 +170,10 @@ void walk_pci(Ctx& c, const pugi::xml_node& n, int parent, int cpu) {
   std::size_t gpus_before = c.topo->gpus.size(), nics_before = c.topo->nics.size();
   walk_children(c, n, self, cpu);
   // Files written for NCCL_TOPO_FILE often list GPUs and NICs only by PCI class.
-  if (c.topo->gpus.size() == gpus_before && class_is(p.pci_class, "0x0302")) add_gpu(c, pugi::xml_node(), self, cpu, p.busid);
+  if (c.topo->gpus.size() == gpus_before && class_is(p.pci_class, "0x0302")) {
+    refuse_other_vendor(c, n, self);
+    add_gpu(c, pugi::xml_node(), self, cpu, p.busid);
+  }
   if (c.topo->nics.size() == nics_before && class_is(p.pci_class, "0x02")) {
     TopoNic nic;
     nic.name = p.busid;
@@ -166,11 +183,13 @@ void walk_pci(Ctx& c, const pugi::xml_node& n, int parent, int cpu) {
   }
 }
 
-// The nearest enclosing PCI bridge (class 0x0604) of a device, -1 when none.
-int switch_of(const NodeTopology& t, int pci) {
-  int p = pci >= 0 ? t.pcis[static_cast<std::size_t>(pci)].parent : -1;
-  while (p >= 0 && !class_is(t.pcis[static_cast<std::size_t>(p)].pci_class, "0x0604")) p = t.pcis[static_cast<std::size_t>(p)].parent;
-  return p;
+// The PCI bridges (class 0x0604) above a device, nearest first: its PCIe switch levels below the CPU.
+std::vector<int> bridges_above(const NodeTopology& t, int pci) {
+  std::vector<int> out;
+  for (int p = pci >= 0 ? t.pcis[static_cast<std::size_t>(pci)].parent : -1; p >= 0;
+       p = t.pcis[static_cast<std::size_t>(p)].parent)
+    if (class_is(t.pcis[static_cast<std::size_t>(p)].pci_class, "0x0604")) out.push_back(p);
+  return out;
 }
 
 }  // namespace
@@ -221,7 +240,18 @@ NodeTopology parse_nccl_topo_xml(std::string_view text, const std::string& origi
   Ctx c{origin, xml, skipped, &topo};
   pugi::xml_document doc;
   auto r = doc.load_buffer(xml.data(), xml.size(), pugi::parse_default, pugi::encoding_utf8);
-  if (!r) fail(origin, line_of(c, r.offset), fmt::format("XML error: {}", r.description()));
+  if (!r) {
+    // An error on the last line is most often a file cut short (a dump pasted from a log).
+    const auto last = xml.find_last_not_of(" \t\r\n");
+    const auto last_line = last == std::string_view::npos ? 0 : xml.rfind('\n', last);
+    const bool at_end = last == std::string_view::npos || last_line == std::string_view::npos ||
+                        static_cast<std::size_t>(r.offset) > last_line;
+    fail(origin, line_of(c, r.offset),
+         fmt::format("XML error: {}{}", r.description(),
+                     r.status == pugi::status_no_document_element
+                         ? " (is this an NCCL topology XML, as NCCL_TOPO_DUMP_FILE writes it?)"
+                         : (at_end ? " at the end of the file (cut short?)" : "")));
+  }
   auto sys = doc.child("system");
   if (!sys) {
     auto first = doc.first_child();
@@ -242,13 +272,34 @@ NodeTopology parse_nccl_topo_xml(std::string_view text, const std::string& origi
     walk_children(c, child, -1, static_cast<int>(topo.cpus.size()) - 1);
   }
   if (topo.cpus.empty()) fail(origin, line_of(c, sys.offset_debug()), "<system> has no <cpu> element");
-  if (topo.gpus.empty()) fail(origin, line_of(c, sys.offset_debug()), "no GPU found (no <gpu> and no PCI class 0x0302)");
+  if (topo.gpus.empty()) {
+    const bool classes = std::any_of(topo.pcis.begin(), topo.pcis.end(),
+                                     [](const TopoPci& p) { return !p.pci_class.empty(); });
+    fail(origin, line_of(c, sys.offset_debug()),
+         !topo.pcis.empty() && !classes
+             ? "no GPU found: its <pci> elements carry no 'class' attribute (an NCCL_TOPO_FILE skeleton of "
+               "bus IDs, "
+               "which NCCL completes from the machine itself); give the file NCCL_TOPO_DUMP_FILE writes"
+             : "no GPU found (no <gpu> and no PCI class 0x0302)");
+  }
 
+  // A NIC and a GPU behind a common PCIe switch (NCCL's PIX or PXB paths, no CPU in between): any
+  // bridge above both. Switches nest (DGX A100-style two-level trees put a GPU one level below its
+  // NIC), so the nearest bridges of the two need not be the same one; the GPUs are listed nearest
+  // first (the common bridge closest to the NIC), which is the GPU NCCL pairs the NIC with.
   for (auto& nic : topo.nics) {
-    int sw = switch_of(topo, nic.pci);
-    if (sw < 0) continue;
-    for (std::size_t g = 0; g < topo.gpus.size(); ++g)
-      if (switch_of(topo, topo.gpus[g].pci) == sw) nic.gpus_same_switch.push_back(static_cast<int>(g));
+    const auto nic_bridges = bridges_above(topo, nic.pci);
+    std::vector<std::pair<std::size_t, int>> near;  // (depth of the common bridge above the NIC, GPU)
+    for (std::size_t g = 0; g < topo.gpus.size(); ++g) {
+      const auto gpu_bridges = bridges_above(topo, topo.gpus[g].pci);
+      for (std::size_t d = 0; d < nic_bridges.size(); ++d)
+        if (std::find(gpu_bridges.begin(), gpu_bridges.end(), nic_bridges[d]) != gpu_bridges.end()) {
+          near.emplace_back(d, static_cast<int>(g));
+          break;
+        }
+    }
+    std::sort(near.begin(), near.end());
+    for (const auto& [depth, g] : near) nic.gpus_same_switch.push_back(g);
   }
   return topo;
 }

@@ -62,7 +62,7 @@ struct TopoNic {
   bool gdr_known = false;  // the <net> element has a gdr attribute (NCCL_TOPO_FILE inputs often omit it)
   int pci = -1;  // index in pcis of the NIC's PCI device, -1 when directly under a CPU
   int cpu = -1;
-  std::vector<int> gpus_same_switch;  // indices in gpus sharing the NIC's nearest PCIe switch
+  std::vector<int> gpus_same_switch;  // indices in gpus behind a PCIe switch the NIC is behind too
   // NCCL's NET bandwidth: Mbps / 8000 (GB/s).
   double bw_GBps() const { return speed_Mbps / 8000.0; }
 };

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "calibration/fit/nccl_topo_xml.hpp"
 #include "common/error.hpp"
@@ -101,4 +102,69 @@ TEST_CASE("parse: topo XML excerpts and garbage are InputErrors naming the line"
                        commstack::InputError);
   CHECK_THROWS_AS(parse_nccl_topo_xml("\n\n<system>\n<cpu>\n<pci busid=\"1\" class=\"0x030200\"><gpu sm=\"ninety\"/></pci></cpu></system>", "s.xml"),
                   commstack::InputError);
+}
+
+TEST_CASE("parse: topo XML NICs on nested PCIe switches pair with the GPU of the nearest common switch") {
+  // Two-level switch trees (as DGX A100-style nodes have): GPU 0 two levels below switch 0x10, GPU 1
+  // one level below switch 0x20 whose sibling is NIC b; NIC a sits on the top switch 0x10, so it
+  // shares a switch with GPU 0 only through that top level. NIC c hangs off the CPU.
+  const auto pci = [](const std::string& bus, const std::string& cls, const std::string& vendor,
+                      const std::string& body) {
+    return "<pci busid=\"0000:" + bus + ":00.0\" class=\"" + cls + "\" vendor=\"" + vendor +
+           "\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">" + body + "</pci>\n";
+  };
+  const std::string gpu0 = "<gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\"/>";
+  const std::string gpu1 = "<gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\"/>";
+  const auto net = [](const std::string& name) {
+    return "<nic><net name=\"" + name + "\" dev=\"0\" speed=\"200000\" port=\"1\" gdr=\"1\"/></nic>";
+  };
+  const std::string xml =
+      "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n" +
+      pci("10", "0x060400", "0x1000",
+          pci("11", "0x060400", "0x1000",
+              pci("12", "0x060400", "0x1000", pci("13", "0x030200", "0x10de", gpu0))) +
+              pci("20", "0x060400", "0x1000",
+                  pci("21", "0x060400", "0x1000", pci("22", "0x030200", "0x10de", gpu1)) +
+                      pci("23", "0x020000", "0x15b3", net("b"))) +
+              pci("30", "0x020000", "0x15b3", net("a"))) +
+      pci("40", "0x020000", "0x15b3", net("c")) + "</cpu>\n</system>\n";
+  const NodeTopology t = parse_nccl_topo_xml(xml, "nested.xml");
+  REQUIRE(t.nics.size() == 3);
+  CHECK(t.nics[0].name == "b");
+  CHECK(t.nics[0].gpus_same_switch == std::vector<int>{1, 0});  // switch 0x20 (GPU 1) before 0x10 (GPU 0)
+  CHECK(t.nics[1].name == "a");
+  CHECK(t.nics[1].gpus_same_switch == std::vector<int>{0, 1});  // both only through the top switch
+  CHECK(t.nics[2].gpus_same_switch.empty());
+}
+
+TEST_CASE("parse: topo XML that is not an NVIDIA node, cut short, or a bus-ID skeleton says so") {
+  const std::string head =
+      "<system version=\"2\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n";
+  // RCCL's dump: an AMD part (vendor 0x1002, a gcn attribute), even with an sm NCCL would read.
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_topo_xml(
+          head +
+              "<pci busid=\"0000:05:00.0\" class=\"0x038000\" vendor=\"0x1002\" link_width=\"16\">\n"
+              "<gpu dev=\"0\" sm=\"94\" gcn=\"gfx942\" rank=\"0\" gdr=\"1\"/>\n</pci>\n</cpu>\n</system>\n",
+          "amd.xml"),
+      doctest::Contains("amd.xml:4: <gpu>: a GPU that is not NVIDIA's (PCI vendor 0x1002, gcn=\"gfx942\")"),
+      commstack::InputError);
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_topo_xml(
+          head + "<pci busid=\"0000:05:00.0\" class=\"0x030200\" vendor=\"0x1002\" link_width=\"16\"/>\n"
+                 "</cpu>\n</system>\n",
+          "amd-class.xml"),
+      doctest::Contains("amd-class.xml:3: <pci>: a GPU that is not NVIDIA's (PCI vendor 0x1002)"),
+      commstack::InputError);
+  // A dump pasted from a log and cut mid-element.
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml(head + "<pci busid=\"0000:05:00.0\" class=\"0x0302", "cut.xml"),
+                       doctest::Contains("at the end of the file (cut short?)"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml("NCCL INFO Bootstrap : Using eth0\n", "log.txt"),
+                       doctest::Contains("is this an NCCL topology XML"), commstack::InputError);
+  // An NCCL_TOPO_FILE skeleton: bus IDs, no classes.
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_topo_xml(head + "<pci busid=\"0000:05:00.0\"/>\n<pci busid=\"0000:06:00.0\"/>\n"
+                                 "</cpu>\n</system>\n",
+                          "skeleton.xml"),
+      doctest::Contains("its <pci> elements carry no 'class' attribute"), commstack::InputError);
 }
