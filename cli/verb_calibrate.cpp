@@ -62,7 +62,8 @@ void register_calibrate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("calibrate", "Fit a stack-model profile to measured nccl-tests runs");
   sub->add_option(
          "--input", o->inputs,
-         "nccl-tests output (text or -J JSON) or published table, FILE[@key=value,...] (keys: cluster nodes "
+         "nccl-tests output (text or -J JSON), OSU NCCL benchmark output (osu_xccl_*) or published table, "
+         "FILE[@key=value,...] (keys: cluster nodes "
          "gpus_per_node op "
          "run "
          "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls collnet gpus_per_thread "

@@ -347,10 +347,12 @@ void register_validate(CLI::App& app) {
          "Cluster preset or JSON file the run was measured on; auto: the preset of the GPU the log's rank "
          "lines name (an assumption, printed as a note)")
       ->required();
-  sub->add_option("--measured", o->measured,
-                  "nccl-tests output (text or -J JSON) or published table, FILE[@key=value,...] (calibrate "
-                  "--input's keys, e.g. "
-                  "series=NAME or config=NAME,op=NAME for a table)")
+  sub->add_option(
+         "--measured", o->measured,
+         "nccl-tests output (text or -J JSON), OSU NCCL benchmark output (osu_xccl_*) or published table, "
+         "FILE[@key=value,...] (calibrate "
+         "--input's keys, e.g. "
+         "series=NAME or config=NAME,op=NAME for a table)")
       ->required();
   sub->add_option("--nodes", o->nodes, "Nodes (default: from the log's rank lines)");
   sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: from the log's rank lines)");

@@ -664,6 +664,15 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   }
 
   if (kinds.empty()) {
+    if (std::any_of(lines.begin(), lines.end(),
+                    [](const Line& l) { return l.text.find("NCCL INFO") != std::string_view::npos; }))
+      throw InputError(
+          fmt::format("{}: no nccl-tests result table ('#  size  count  type ... time  algbw  busbw'): this "
+                      "is NCCL's debug "
+                      "output (NCCL INFO lines) alone; `commstack replay --trace {}` replays its COLL lines, "
+                      "and TUNING lines "
+                      "are read together with the nccl-tests table they were printed with",
+                      origin, origin));
     const auto [row_lines, first_row] = row_like_lines(lines, run_first, run_last);
     if (row_lines > 0)
       throw InputError(fmt::format(

@@ -1,5 +1,7 @@
 #include "calibration/fit/osu.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "calibration/fit/text_lines.hpp"
@@ -85,8 +87,12 @@ OsuResult parse_osu(std::string_view text, const std::string& origin) {
         auto toks = split_ws(h);
         // "OSU MPI-CUDA Latency Test v7.3"
         std::size_t first = 1;
-        if (toks.size() > 1 && starts_with_ci(toks[1], "MPI")) {
+        // "OSU NCCL-CUDA Allreduce Latency Test v7.5" (OSU 7's osu_xccl_* benchmarks)
+        if (toks.size() > 1 && (starts_with_ci(toks[1], "MPI") || starts_with_ci(toks[1], "NCCL") ||
+                                starts_with_ci(toks[1], "RCCL"))) {
           std::string flavour = lower(toks[1]);
+          res.library = flavour.substr(0, flavour.find('-'));
+          for (auto& ch : res.library) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
           res.device_build = flavour.find("cuda") != std::string::npos || flavour.find("rocm") != std::string::npos ||
                              flavour.find("openacc") != std::string::npos;
           first = 2;

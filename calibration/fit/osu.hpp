@@ -32,7 +32,10 @@ struct OsuResult {
   std::string title;        // e.g. "OSU MPI-CUDA Bi-Directional Bandwidth Test v7.3"
   std::string benchmark;    // title without "OSU MPI[-CUDA] " and " Test vX": "Bi-Directional Bandwidth"
   std::string version;      // "7.3" when printed
-  bool device_build = false;  // title says MPI-CUDA / MPI-ROCM / MPI-OPENACC
+  bool device_build = false;  // title says MPI-CUDA / MPI-ROCM / MPI-OPENACC / NCCL-CUDA ...
+  // The communication library measured: "MPI" (osu_latency, osu_allreduce, ...), "NCCL" or "RCCL"
+  // (OSU 7's osu_xccl_* benchmarks: "OSU NCCL-CUDA Allreduce Latency Test"); "" when not printed.
+  std::string library;
   std::string send_buffer;  // "host", "device", "managed" or "" when not printed
   std::string recv_buffer;
   std::vector<std::string> column_names;  // value columns as printed (after "Size")

@@ -2,6 +2,7 @@
 
 #include "calibration/fit/bench_json.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
+#include "calibration/fit/osu_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -349,6 +350,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   NcclTestsResult log;
   std::string log_text;    // an nccl-tests log's text (its TUNING lines are read after the table)
   bool one_column = true;  // bench JSON and published tables carry one time (kept as out_of_place)
+  bool osu = false;        // OSU output: one time (kept as out_of_place), no TUNING lines
   if (is_bench_json(spec.file)) {
     if (hint == NcclTestsOp::unknown)
       throw InputError(fmt::format("{}: a commstack-bench file holds several collectives; say which with {}@op=all_reduce",
@@ -381,6 +383,22 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                      spec.file, *spec.run));
       log = parse_nccl_tests_json(log_text, spec.file, hint);
       log_text.clear();
+    } else if (looks_like_osu(log_text)) {
+      // OSU: no rank lines, one benchmark per run, one time column; each call timed on its own.
+      refuse_mpi_osu(log_text, spec.file);
+      if (spec.run && *spec.run != 1)
+        throw InputError(fmt::format("{}: run {} asked for, but OSU output is read one benchmark per file",
+                                     spec.file, *spec.run));
+      if (!spec.nodes || !spec.gpus_per_node || *spec.nodes < 1 || *spec.gpus_per_node < 1)
+        throw InputError(
+            fmt::format("{}: OSU output names no hosts or ranks: pass --nodes and --gpus-per-node "
+                        "(calibrate: {}@nodes=N,gpus_per_node=G)",
+                        spec.file, spec.file));
+      log =
+          nccl_tests_result_from_osu(parse_osu(log_text, spec.file), *spec.nodes * *spec.gpus_per_node, hint);
+      run.knobs.synchronized_calls = true;
+      log_text.clear();
+      osu = true;
     } else {
       const int runs_in_log = count_nccl_tests_runs(log_text);
       const int run_index = pick_nccl_tests_run(log_text, runs_in_log, spec, hint);
@@ -390,7 +408,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                         spec.file, run_index + 1, runs_in_log, log.table_first_line,
                                         log.table_last_line));
     }
-    one_column = false;
+    one_column = osu;
   }
   run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
   apply_logged_env(spec, log, run);

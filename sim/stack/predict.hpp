@@ -28,6 +28,9 @@ struct Knobs {
   // The timed calls are replayed from a captured CUDA graph (nccl-tests -G N, N > 0): the host
   // launches one graph for all of them, so no call waits on the host.
   bool cuda_graph = false;
+  // Each call is timed on its own, launched and waited for (cudaStreamSynchronize) before the next
+  // (OSU's NCCL benchmarks): the host launch adds to the device time instead of hiding behind it.
+  bool synchronized_calls = false;
   // Whose tuning model picks the algorithm, protocol and channels (NCCL's constants change between
   // releases; sim/select/tuning_constants.hpp).
   select::NcclVersion nccl_version = select::default_nccl_version();

@@ -190,3 +190,11 @@ add_test(NAME cli.stack_validate_plot
   COMMAND sh -c "rm -f \"$2\"/validate-plot.*; if command -v gnuplot >/dev/null; then \"$0\" validate --cluster dgx-h100 --measured \"$1\" --plot \"$2/validate-plot.png\" > /dev/null && test -s \"$2/validate-plot.png\" && grep -q \"NCCL's own model\" \"$2/validate-plot.gp\" && grep -q '^17179869184	' \"$2/validate-plot.dat\"; else \"$0\" validate --cluster dgx-h100 --measured \"$1\" --plot \"$2/validate-plot.png\" 2>&1 | grep -q 'gnuplot is not installed'; fi"
           $<TARGET_FILE:commstack> ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt ${CMAKE_CURRENT_BINARY_DIR}
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# OSU: NCCL collectives (osu_xccl_*) are validated call by call; MPI benchmarks are refused.
+commstack_cli_test(NAME stack_validate_osu_xccl
+  ARGS validate --cluster dgx-h100 --measured tests/cli/osu-xccl-allreduce-synthetic.txt --nodes 1 --gpus-per-node 8
+  MATCH "each call timed on its own.*\n(.*\n)*MAPE [0-9.]+% over 3 sizes")
+commstack_cli_error_test(NAME stack_validate_osu_mpi
+  ARGS validate --cluster dgx-h100 --measured tests/cli/osu-mpi-latency-synthetic.txt --nodes 2 --gpus-per-node 1
+  MATCH "commstack: error: .*osu-mpi-latency-synthetic.txt: 'OSU MPI-CUDA Latency Test v7.5' measures the MPI library")
