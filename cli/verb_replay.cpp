@@ -69,7 +69,9 @@ void run(const ReplayCliOptions& o) {
   const long long needed = static_cast<long long>(std::max(trace.graph.world, 1)) * ro.scale_dp;
   std::optional<int> nodes;
   if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
-  else nodes = static_cast<int>(std::max<long long>(1, (needed + spec.node.gpus - 1) / spec.node.gpus));
+  else  // enough for the world, and for the hosts the trace names (one node each)
+    nodes = std::max(static_cast<int>(std::max<long long>(1, (needed + spec.node.gpus - 1) / spec.node.gpus)),
+                     sim::replay::place_ranks(trace, ro.scale_dp, spec.node.gpus).nodes);
   const auto topo = topologies::build_topology(spec, nodes);
 
   if (!o.compute_profile.empty()) {

@@ -37,7 +37,7 @@ std::string size_tics(const ValidationResult& v) {
 
 PlotFiles write_validation_plot_files(const MeasuredRun& run, const ValidationResult& v,
                                       const std::string& png_path) {
-  const PlotFiles files = plot_files(png_path);
+  PlotFiles files = plot_files(png_path);
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   // Bus bandwidth of a call of `bytes` taking `us`, GB/s (nccl-tests' busbw).
   const auto busbw = [&](std::uint64_t bytes, double us) {

@@ -1,10 +1,13 @@
 #include "sim/replay/replay.hpp"
 
 #include <algorithm>
+#include <map>
 #include <regex>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 
@@ -78,6 +81,79 @@ Breakdown breakdown(const workloads::OpGraph& g, int rank, double iteration, con
 
 }  // namespace
 
+// The GPU of each of the W x K ranks (K: scale-dp replicas), from the hosts the trace names. When
+// every host holds m ranks in a block (ranks k m .. k m + m - 1, as launchers lay them out), rank r
+// runs on node r / m, GPU r % m, untraced ranks included; when every rank's host is known, hosts in
+// order of their lowest rank become nodes 0, 1, ... and a host's ranks its GPUs in rank order.
+// Replica j runs on the nodes after replica j-1's.
+RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, int gpus_per_node) {
+  const int W = std::max(trace.graph.world, 1), K = std::max(scale_dp, 1), gpn = std::max(gpus_per_node, 1);
+  const int total = W * K;
+  const auto in_order = [&](const std::string& why) {
+    return RankPlacement{{},
+                         (total + gpn - 1) / gpn,
+                         fmt::format("rank r runs on GPU r of the cluster (ranks 0-{} fill nodes in order{})",
+                                     total - 1, why)};
+  };
+  if (trace.rank_host.empty()) return in_order("");
+  std::vector<std::string> hosts;  // in order of their lowest rank (rank_host is ordered by rank)
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (const auto& [rank, host] : trace.rank_host) {
+    if (!ranks_on.count(host)) hosts.push_back(host);
+    ranks_on[host].push_back(rank);
+  }
+  for (const auto& [host, ranks] : ranks_on)
+    if (static_cast<int>(ranks.size()) > gpn)
+      throw InputError(
+          fmt::format("replay: host {} of the trace runs {} ranks, but the cluster's nodes have {} GPUs",
+                      host, ranks.size(), gpn));
+  // Blocks of m: every host's ranks share r / m and no two hosts share it.
+  int m = static_cast<int>(ranks_on.begin()->second.size());
+  std::set<int> blocks;
+  for (const auto& [host, ranks] : ranks_on) {
+    if (static_cast<int>(ranks.size()) != m || !blocks.insert(ranks.front() / m).second) m = 0;
+    for (int rank : ranks)
+      if (m > 0 && rank / m != ranks.front() / m) m = 0;
+    if (m == 0) break;
+  }
+  const bool all_known = static_cast<int>(trace.rank_host.size()) == W;
+  if (m > 0 && W % m != 0) m = 0;
+  if (m == 0 && !all_known)
+    return in_order(": the traced ranks' hosts are not blocks of equal size, and not every rank was traced");
+  const int nodes_per_replica = m > 0 ? W / m : static_cast<int>(hosts.size());
+  std::vector<int> gpu_of(static_cast<std::size_t>(total));
+  std::map<std::string, int> next_local;
+  for (int rank = 0; rank < W; ++rank) {
+    int node = 0, local = 0;
+    if (m > 0) {
+      node = rank / m, local = rank % m;
+    } else {
+      const std::string& host = trace.rank_host.at(rank);
+      node = static_cast<int>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
+      local = next_local[host]++;
+    }
+    for (int j = 0; j < K; ++j)
+      gpu_of[static_cast<std::size_t>(rank) + static_cast<std::size_t>(j) * static_cast<std::size_t>(W)] =
+          (node + j * nodes_per_replica) * gpn + local;
+  }
+  if (std::all_of(gpu_of.begin(), gpu_of.end(), [i = 0](int g) mutable { return g == i++; }))
+    return in_order(fmt::format(", as the trace's {} host(s) do", hosts.size()));
+  const std::vector<std::string> shown(hosts.begin(),
+                                       hosts.begin() + std::min<std::ptrdiff_t>(4, std::ssize(hosts)));
+  const std::string more = hosts.size() > 4 ? ", ..." : "";
+  std::string rule =
+      m > 0
+          ? fmt::format(
+                "the trace's hosts ({}{}) run {} rank(s) each in rank order: rank r runs on node r / {}, GPU "
+                "r % {}{}",
+                fmt::join(shown, ", "), more, m, m, m,
+                all_known ? "" : " (untraced ranks laid out the same way)")
+          : fmt::format(
+                "each of the trace's {} hosts is a node ({}{}); a host's ranks run on its GPUs in rank order",
+                hosts.size(), fmt::join(shown, ", "), more);
+  return RankPlacement{std::move(gpu_of), nodes_per_replica * K, std::move(rule)};
+}
+
 ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const ReplayOptions& o) {
   ReplayResult r;
   r.graph = trace.graph;
@@ -90,7 +166,17 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
     throw InputError(fmt::format("replay: the trace needs {} GPUs (world {}{}) but the cluster has {}; pass --nodes", r.world,
                                  W, K > 1 ? fmt::format(" x scale-dp {}", K) : "", gpus));
   }
-  r.assumptions.push_back(fmt::format("rank r runs on GPU r of the cluster (ranks 0-{} fill nodes in order)", r.world - 1));
+  // Where the ranks run: by the hosts the trace names (one node per host), else rank r on GPU r.
+  const RankPlacement placement = place_ranks(trace, K, sim.topology().gpus_per_node);
+  if (!placement.gpu_of.empty() && placement.nodes > sim.topology().nodes)
+    throw InputError(fmt::format(
+        "replay: the trace's ranks run on {} hosts{} but the cluster has {} nodes; pass --nodes {}",
+        placement.nodes / K, K > 1 ? fmt::format(" (x scale-dp {})", K) : "", sim.topology().nodes,
+        placement.nodes));
+  r.assumptions.push_back(placement.assumption);
+  const auto gpu = [&](int rank) {
+    return placement.gpu_of.empty() ? rank : placement.gpu_of[static_cast<std::size_t>(rank)];
+  };
   if (g.ranks.size() < static_cast<std::size_t>(W)) {
     r.assumptions.push_back(fmt::format("{} of {} ranks traced: untraced members of a process group behave like the traced ones",
                                         g.ranks.size(), W));
@@ -118,6 +204,10 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
     }
   }
   g.world = r.world;
+  // The sibling groups run on GPUs: rank lists become GPU lists.
+  for (auto& groups : siblings)
+    for (auto& group : groups)
+      for (int& x : group) x = gpu(x);
   if (K > 1) {
     r.assumptions.push_back(fmt::format("scale-dp {}: the traced job is replica 0 of {}; {} process group(s) spanning the traced "
                                         "world widen to {} ranks with unchanged sizes (data parallel); {} other group(s) are "
@@ -146,7 +236,8 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
       const int src = op.kind == OpKind::send ? op.rank : op.peer;
       const int dst = op.kind == OpKind::send ? op.peer : op.rank;
       std::vector<std::pair<int, int>> pairs;
-      for (int j = 0; j < K; ++j) pairs.emplace_back(src + j * W, dst + j * W);
+      pairs.reserve(static_cast<std::size_t>(K));
+      for (int j = 0; j < K; ++j) pairs.emplace_back(gpu(src + j * W), gpu(dst + j * W));
       d = costs.p2p_pairs(pairs, op.bytes);
       ++r.resimulated_ops;
     } else if (is_comm(op)) {
@@ -157,8 +248,10 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
     r.duration[i] = d;
   }
   if (r.kept_comm_ops > 0) {
-    r.assumptions.push_back(fmt::format("{} communication op(s) without a size, group or peer keep their traced duration",
-                                        r.kept_comm_ops));
+    r.assumptions.push_back(
+        fmt::format("{} communication op(s) keep their traced duration (no size, group or peer, or "
+                    "no counterpart on every traced member: see the import warnings)",
+                    r.kept_comm_ops));
   }
   r.simulations = costs.simulations();
   r.flows = costs.flows();

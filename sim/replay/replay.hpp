@@ -69,6 +69,16 @@ struct ReplayResult {
 };
 
 // Throws InputError when the cluster has fewer GPUs than the replayed world.
+// Where a trace's ranks run (docs/replay.md "Rank placement"): by the hosts the trace names when it
+// names them (NCCL logs), else rank r on GPU r. InputError when a host runs more ranks than a node
+// has GPUs.
+struct RankPlacement {
+  std::vector<int> gpu_of;  // GPU of each rank of the world x scale_dp; empty: rank r on GPU r
+  int nodes = 0;            // nodes the placement needs
+  std::string assumption;   // the rule applied, in plain words
+};
+RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, int gpus_per_node);
+
 ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const ReplayOptions& options);
 
 // Deterministic JSON (ordered keys) of the result; `cluster` names the target.

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "common/error.hpp"
@@ -83,4 +85,60 @@ TEST_CASE("replay: a cluster with too few GPUs is an input error") {
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-a100"), 1);
   sim::Simulator s(topo);
   CHECK_THROWS_WITH_AS(sim::replay::replay(t, s, {}), doctest::Contains("needs 128 GPUs"), InputError);
+}
+
+namespace {
+// Two processes, one GPU each, one 64 MiB all-reduce (written for these tests); the second process
+// on `host1`.
+std::string write_two_rank_log(const std::string& path, const std::string& host1) {
+  std::ofstream out(path);
+  out << "hostA:100:100 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init "
+         "COMPLETE\n"
+      << host1
+      << ":200:200 [0] NCCL INFO comm 0xb rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init COMPLETE\n"
+      << "hostA:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 16777216 datatype "
+         "7 op 0 "
+         "root 0 comm 0xa [nranks=2] stream 0x3\n"
+      << host1
+      << ":200:200 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 16777216 datatype 7 "
+      << "op 0 root 0 comm 0xb [nranks=2] stream 0x3\n";
+  return path;
+}
+bool assumed(const sim::replay::ReplayResult& r, const std::string& text) {
+  for (const auto& a : r.assumptions)
+    if (a.find(text) != std::string::npos) return true;
+  return false;
+}
+constexpr double kAllReduceBytes = 16777216.0 * 4;
+}  // namespace
+
+// The two-rank log replayed on `nodes` dgx-a100 nodes (one Simulator per test process).
+static sim::replay::ReplayResult replay_two_rank_log(const std::string& host1, int nodes) {
+  const auto path = write_two_rank_log("test_replay_" + host1 + "_" + std::to_string(nodes) + ".log", host1);
+  const auto t = importers::load_trace(path);
+  std::remove(path.c_str());
+  const auto topo = topologies::build_topology(topologies::load_cluster("dgx-a100"), nodes);
+  sim::Simulator s(topo);
+  return sim::replay::replay(t, s, {});
+}
+
+TEST_CASE("replay: an NCCL log's hosts are nodes: ranks on two hosts cross the network") {
+  const auto r = replay_two_rank_log("hostB", 2);
+  CHECK(assumed(r, "the trace's hosts (hostA, hostB) run 1 rank(s) each in rank order"));
+  // A 2-rank ring all-reduce sends the whole buffer out of each GPU, here through one 25 GB/s HDR NIC.
+  CHECK(r.replayed_s > kAllReduceBytes / 25e9);
+}
+
+TEST_CASE("replay: an NCCL log on more hosts than the cluster's nodes asks for --nodes") {
+  CHECK_THROWS_WITH_AS(
+      replay_two_rank_log("hostB", 1),
+      doctest::Contains("the trace's ranks run on 2 hosts but the cluster has 1 nodes; pass --nodes 2"),
+      InputError);
+}
+
+TEST_CASE("replay: an NCCL log's ranks on one host share a node's NVLink") {
+  const auto r = replay_two_rank_log("hostA", 2);
+  CHECK(assumed(r, "fill nodes in order, as the trace's 1 host(s) do"));
+  // Over NVLink (A100: 300 GB/s per direction) the same call is many times faster than one NIC allows.
+  CHECK(r.replayed_s < kAllReduceBytes / 25e9 / 3);
 }

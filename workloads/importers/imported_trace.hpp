@@ -37,6 +37,9 @@ struct ImportedTrace {
   // Every op carries its micro-batch (Op::micro_batch, -1 per-iteration), phase and layer
   // (Op::layer, -1 none): commstack --otf2 archives. `replay --scale-pp` needs it.
   bool steps_known = false;
+  // The host each traced rank ran on, where the format says (NCCL logs: "host:pid:tid [dev]"); the
+  // replay puts each host on its own node. Empty when unknown.
+  std::map<int, std::string> rank_host;
 };
 
 }  // namespace commstack::workloads

@@ -142,6 +142,7 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
     if (!seen.insert(r).second) throw InputError(fmt::format("two processes of the log claim rank {}", r));
     world = std::max(world, r + 1);
   }
+  for (const auto& [p, r] : world_rank) t.rank_host[r] = p.substr(0, p.find(':'));  // "host:pid:dev"
 
   // Communicators: the k-th distinct comm of size n a process uses is the same communicator on
   // every process (comm pointers differ per process). Members: every rank when n is the world,
@@ -199,7 +200,11 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
     t.warnings.push_back("communicators smaller than the world are taken as aligned blocks of consecutive ranks "
                          "(the log does not list their members)");
   }
-  if (kept > 0) t.warnings.push_back(fmt::format("{} operation(s) not modelled (broadcast, reduce, unknown datatype) take 0 s", kept));
+  if (kept > 0)
+    t.warnings.push_back(
+        fmt::format("{} operation(s) not modelled (an unknown datatype, a communicator of one rank, a peer "
+                    "outside it) take 0 s",
+                    kept));
   t.graph = builder.finish(t.traced_start_s, t.warnings);
   t.traced_start_s.clear();
   t.source = fmt::format("{} NCCL log file{}, {} ranks, {} operations", files.size(), files.size() == 1 ? "" : "s", procs.size(), lines.size());
