@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -744,6 +745,19 @@ void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTes
     res.ranks_complete = static_cast<int>(numbers.size()) == res.n_ranks && *numbers.begin() == 0 &&
                          *numbers.rbegin() == res.n_ranks - 1;
     res.gpu_model = res.ranks.front().gpu_name;
+    // Two ranks on the same GPU (same host, device and bus id): the run shared a GPU, which the
+    // prediction (one GPU per rank) does not.
+    std::map<std::tuple<std::string, int, std::string>, int> gpu_of;
+    for (const auto& r : res.ranks) {
+      const auto [it, fresh] = gpu_of.try_emplace({r.host, r.device, r.busid}, r.rank);
+      if (!fresh) {
+        res.notes.push_back(
+            fmt::format("{}: ranks {} and {} both name host {} device {} [{}]: they shared one GPU, "
+                        "where the prediction gives each rank its own",
+                        res.origin, it->second, r.rank, r.host, r.device, r.busid));
+        break;
+      }
+    }
   }
   // What the output itself says is kept even under an explicit op, so a caller can catch the two
   // disagreeing. The table's own columns (they need the shape above) come last, and check an

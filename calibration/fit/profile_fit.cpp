@@ -199,14 +199,28 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
 }
 
 // NCCL's per-call TUNING lines in an nccl-tests log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING):
-// the algorithm and protocol NCCL ran for each measured size. All-reduce only, whose nBytes is the
-// size column (other collectives print per-rank bytes), printed between the table's header and its
-// last row (a file can hold several runs). Sizes logged with two different choices are
-// left to the model; a log whose NCCL lines cannot be read keeps the model's selection, with a note.
+// the algorithm and protocol NCCL ran for each measured size. All-reduce, broadcast and reduce, whose
+// nBytes is the size column (all-gather and reduce-scatter print per-rank bytes), printed between the
+// table's header and its last row (a file can hold several runs). Sizes logged with two different
+// choices are left to the model; a log whose NCCL lines cannot be read keeps the model's selection,
+// with a note, and so does one whose lines are all another collective's or outside the table.
 void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclTestsResult& table,
                          MeasuredRun& run) {
-  if (run.op != sim::CollectiveOp::allreduce) return;
+  std::string func;  // NCCL's name of the collective in its TUNING lines
+  if (run.op == sim::CollectiveOp::allreduce)
+    func = "AllReduce";
+  else if (run.op == sim::CollectiveOp::broadcast)
+    func = "Broadcast";
+  else if (run.op == sim::CollectiveOp::reduce)
+    func = "Reduce";
   if (text.find(" Bytes -> Algo ") == std::string::npos) return;  // no TUNING lines: nothing to use
+  if (func.empty()) {
+    run.notes.push_back(
+        fmt::format("{}: NCCL's TUNING lines not used: for {} they count per-rank bytes, not the "
+                    "size column; algorithms and protocols are the model's",
+                    spec.file, sim::to_string(run.op)));
+    return;
+  }
   NcclLog log;
   try {
     log = parse_nccl_log(text, spec.file, NcclLogOptions{true});
@@ -217,10 +231,17 @@ void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclT
   }
   std::map<std::uint64_t, MeasuredRun::LoggedChoice> seen;
   std::set<std::uint64_t> conflicting;
+  int outside = 0, other_op = 0;
   for (const auto& c : log.choices) {
     // Only the lines printed while this table ran (a file can hold several runs).
-    if (c.line < table.table_first_line || c.line > table.table_last_line) continue;
-    if (!c.func.empty() && c.func != "AllReduce") continue;
+    if (c.line < table.table_first_line || c.line > table.table_last_line) {
+      ++outside;
+      continue;
+    }
+    if (!c.func.empty() && c.func != func) {
+      ++other_op;
+      continue;
+    }
     select::Algo algo;
     select::Proto proto;
     if (!select::parse_algo(c.algo, algo) || !select::parse_proto(c.proto, proto)) continue;
@@ -233,6 +254,16 @@ void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclT
     if (it == seen.end() || conflicting.count(b)) continue;
     run.logged_choices.emplace(b, it->second);
     ++used;
+  }
+  if (used == 0 && (outside > 0 || other_op > 0)) {
+    std::vector<std::string> why;
+    if (outside > 0)
+      why.push_back(fmt::format("{} lie outside this run's table (lines {}-{})", outside,
+                                table.table_first_line, table.table_last_line));
+    if (other_op > 0) why.push_back(fmt::format("{} name another collective than {}", other_op, func));
+    run.notes.push_back(
+        fmt::format("{}: NCCL's TUNING lines not used ({}): algorithms and protocols are the model's",
+                    spec.file, fmt::join(why, ", ")));
   }
   if (used > 0)
     run.notes.push_back(fmt::format(

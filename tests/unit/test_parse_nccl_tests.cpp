@@ -487,6 +487,15 @@ TEST_CASE("parse: logs as users paste them: a cut last row, other output in the 
                         "line after it is line 12: 'Segmentation fault (core dumped)'"),
       commstack::InputError);
 
+  // Two ranks on one GPU (same host, device and bus id): noted.
+  std::string shared = s;
+  shared.replace(shared.find("device  1 [0x2a]"), 16, "device  0 [0x18]");
+  const NcclTestsResult g = parse_nccl_tests(shared, "g.txt", NcclTestsOp::all_reduce);
+  REQUIRE(g.notes.size() == 1);
+  CHECK(g.notes[0] ==
+        "g.txt: ranks 0 and 1 both name host node-a device 0 [0x18]: they shared one GPU, where the "
+        "prediction gives each rank its own");
+
   // Tabs instead of spaces, rank lines included (logs through spreadsheets and editors).
   std::string tabs = s;
   for (auto& ch : tabs)

@@ -482,3 +482,34 @@ TEST_CASE("stack: validate's plot data are the table's numbers as bus bandwidth"
   std::remove(files.dat.string().c_str());
   std::remove(files.gp.string().c_str());
 }
+
+TEST_CASE("stack: NCCL's TUNING lines of a broadcast are used; lines outside the table are said unused") {
+  // Written for this test: a broadcast table (its nBytes is the size column, as all-reduce's) with
+  // NCCL's per-call lines, then the same lines printed before the table only.
+  const std::string table =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "
+      "  "
+      "busbw #wrong\n";
+  const std::string tuning =
+      "node:1:1 [0] NCCL INFO Broadcast: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}\n";
+  const std::string row =
+      "     1048576        262144     float    none       0    30.00   34.95   34.95      0    30.00   34.95 "
+      "  34.95      0\n";
+  const std::string path = "test_broadcast_tuning.txt";
+  const auto load = [&](const std::string& text) {
+    std::ofstream(path) << "# Collective test starting: broadcast_perf\n" << text;
+    return fit::load_measured_run(fit::parse_run_spec(path + "@nodes=1,gpus_per_node=8", "--input"),
+                                  std::string("dgx-h100"));
+  };
+  const auto inside = load(table + tuning + row);
+  REQUIRE(inside.logged_choices.count(1048576) == 1);
+  CHECK(inside.logged_choices.at(1048576).algo == select::Algo::ring);
+  CHECK(inside.logged_choices.at(1048576).proto == select::Proto::simple);
+  const auto before = load(tuning + table + row);
+  CHECK(before.logged_choices.empty());
+  bool said = false;
+  for (const auto& n : before.notes)
+    said = said || n.find("NCCL's TUNING lines not used (1 lie outside") != std::string::npos;
+  CHECK(said);
+  std::remove(path.c_str());
+}
