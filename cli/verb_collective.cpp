@@ -187,7 +187,8 @@ void run(const CollectiveOptions& o) {
     if (knobs.env.proto) select::apply_nccl_list(*knobs.env.proto, "--proto", false, check);
     predictor.emplace(spec, topo.nodes, topo.gpus_per_node, knobs);
     const int sm = predictor->geometry().sm;
-    profile = o.profile == "auto" ? sim::stack::default_profile(sm) : sim::stack::load_profile(o.profile);
+    profile = o.profile == "auto" ? sim::stack::default_profile_for_gpu(spec.node.gpu_model)
+                                  : sim::stack::load_profile(o.profile);
     if (profile.sm != sm)
       throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
                                    profile.sm, o.cluster, sm));

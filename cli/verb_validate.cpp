@@ -169,7 +169,9 @@ void run_validate(const ValidateOptions& o) {
   merge_measured_keys(o.measured, spec);
   const fit::MeasuredRun run = fit::load_measured_run(spec, o.cluster);
   const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
-  const sim::stack::Profile profile = o.profile ? sim::stack::load_profile(*o.profile) : sim::stack::default_profile(sm);
+  const sim::stack::Profile profile = o.profile
+                                          ? sim::stack::load_profile(*o.profile)
+                                          : sim::stack::default_profile_for_gpu(run.cluster.node.gpu_model);
   if (profile.sm != sm)
     throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
                                  profile.origin, profile.sm, run.cluster_name, sm));

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -306,15 +307,33 @@ void save_profile(const Profile& p, const std::string& path) {
   if (!out) throw InputError(fmt::format("--output {}: write failed", path));
 }
 
+namespace {
+
+std::optional<Profile> shipped_profile(const std::string& name) {
+  for (const auto& d : profile_dirs()) {
+    auto candidate = d / (name + ".json");
+    if (std::filesystem::is_regular_file(candidate)) return load_profile(candidate.string());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Profile default_profile(int sm) {
   const char* name = sm == 80 ? "a100" : sm == 90 ? "h100" : sm == 100 ? "b200" : nullptr;
-  if (name) {
-    for (const auto& d : profile_dirs()) {
-      auto candidate = d / (std::string(name) + ".json");
-      if (std::filesystem::is_regular_file(candidate)) return load_profile(candidate.string());
-    }
-  }
+  if (name)
+    if (auto p = shipped_profile(name)) return *p;
   return prior_profile(sm);
+}
+
+Profile default_profile_for_gpu(const std::string& gpu_model) {
+  const std::string m = lower(gpu_model);
+  const char* family = m.find("gb200") != std::string::npos || m.find("gb300") != std::string::npos ? "gb200"
+                       : m.find("gh200") != std::string::npos                                       ? "gh200"
+                                                                                                    : nullptr;
+  if (family)
+    if (auto p = shipped_profile(family)) return *p;
+  return default_profile(sm_of_gpu_model(gpu_model));
 }
 
 }  // namespace commstack::sim::stack

@@ -101,5 +101,9 @@ Profile load_profile(const std::string& name_or_path);
 void save_profile(const Profile& p, const std::string& path);
 // The shipped profile for a generation, or prior_profile(sm) when none is shipped.
 Profile default_profile(int sm);
+// The shipped profile of a cluster's GPU: the Grace-Blackwell NVL72 racks (GB200, GB300) and GH200
+// have their own (fitted on those systems, results/validation/runs.tsv), every other GPU its
+// generation's (default_profile).
+Profile default_profile_for_gpu(const std::string& gpu_model);
 
 }  // namespace commstack::sim::stack

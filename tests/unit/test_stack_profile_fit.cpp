@@ -513,3 +513,15 @@ TEST_CASE("stack: NCCL's TUNING lines of a broadcast are used; lines outside the
   CHECK(said);
   std::remove(path.c_str());
 }
+
+TEST_CASE("stack: a cluster's default profile is its system's where one is shipped, else its generation's") {
+  CHECK(sim::stack::default_profile_for_gpu("GB200").name == "gb200");
+  CHECK(sim::stack::default_profile_for_gpu("GB300").name == "gb200");  // the nearest NVL72 rack fitted
+  CHECK(sim::stack::default_profile_for_gpu("GH200").name == "gh200");
+  CHECK(sim::stack::default_profile_for_gpu("H100-SXM5-80GB").name == "h100");
+  CHECK(sim::stack::default_profile_for_gpu("B300-SXM6").name == "b200");
+  CHECK(sim::stack::default_profile_for_gpu("A100-SXM4-80GB").name == "a100");
+  // Each one predicts its cluster's generation.
+  CHECK(sim::stack::default_profile_for_gpu("GB200").sm == 100);
+  CHECK(sim::stack::default_profile_for_gpu("GH200").sm == 90);
+}
