@@ -165,11 +165,17 @@ NcclTestsRank parse_rank_line(std::string_view body, const std::string& origin, 
     if (g < 0 || g > 10000000) fail(origin, line, "rank line 'Group': out of range");
     r.group = static_cast<int>(g);
   }
-  expect("Pid");
-  r.pid = need_int(value("Pid"), origin, line, "rank line 'Pid'");
-  expect("on");
-  r.host = std::string(value("host"));
-  expect("device");
+  // Pid and host are left out by some published excerpts ("#  Rank 0 Group 0 device 0 [...] NVIDIA
+  // B200"): the rank then has no host, and the lines give no node count.
+  if (i < t.size() && t[i] == "device") {
+    expect("device");
+  } else {
+    expect("Pid");
+    r.pid = need_int(value("Pid"), origin, line, "rank line 'Pid'");
+    expect("on");
+    r.host = std::string(value("host"));
+    expect("device");
+  }
   std::int64_t d = need_int(value("device"), origin, line, "rank line 'device'");
   if (d < 0 || d > 1000000) fail(origin, line, "rank line 'device': out of range");
   r.device = static_cast<int>(d);
@@ -737,11 +743,12 @@ void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTes
     std::map<std::string, int> per_host;
     std::set<int> numbers;
     for (const auto& r : res.ranks) ++per_host[r.host], numbers.insert(r.rank);
-    res.n_hosts = static_cast<int>(per_host.size());
+    const bool hosts_known = per_host.count("") == 0;  // rank lines without "Pid p on host"
+    res.n_hosts = hosts_known ? static_cast<int>(per_host.size()) : 0;
     const int first = per_host.begin()->second;
     const bool uniform =
         std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == first; });
-    res.gpus_per_node = uniform ? first : 0;
+    res.gpus_per_node = uniform && hosts_known ? first : 0;
     res.ranks_complete = static_cast<int>(numbers.size()) == res.n_ranks && *numbers.begin() == 0 &&
                          *numbers.rbegin() == res.n_ranks - 1;
     res.gpu_model = res.ranks.front().gpu_name;
@@ -749,6 +756,7 @@ void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTes
     // prediction (one GPU per rank) does not.
     std::map<std::tuple<std::string, int, std::string>, int> gpu_of;
     for (const auto& r : res.ranks) {
+      if (r.host.empty()) continue;  // no host printed: ranks on two nodes may name the same device
       const auto [it, fresh] = gpu_of.try_emplace({r.host, r.device, r.busid}, r.rank);
       if (!fresh) {
         res.notes.push_back(

@@ -5,6 +5,8 @@
 #include "calibration/fit/osu_run.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -312,20 +314,40 @@ namespace {
 // `runs` is count_nccl_tests_runs(text).
 // The rank lines' GPU against the cluster's: a log of another GPU generation validated on a preset
 // is predicted for the preset's hardware, which the user should see said.
+// The GPU part a name gives ("NVIDIA H800" -> "h800", "H100-SXM5-80GB" -> "h100"); "" when none of
+// these. Longer names first: h200 before h20, a100 before a10, l40s before l40 and l4.
+std::string gpu_part(const std::string& name) {
+  static constexpr std::array<std::string_view, 19> kParts{
+      "gb300", "gb200", "gh200", "b300", "b200", "b100", "h800", "h200", "h100", "h20",
+      "a800",  "a100",  "a40",   "a30",  "a10",  "v100", "l40s", "l40",  "l4"};
+  std::string lower_name(name);
+  for (auto& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto part : kParts)
+    if (lower_name.find(part) != std::string::npos) return std::string(part);
+  return "";
+}
+
 void note_gpu_mismatch(const std::string& file, const std::string& log_gpu, MeasuredRun& run) {
   if (log_gpu.empty()) return;
   const int log_sm = sim::stack::sm_of_gpu_model(log_gpu);
   const int cluster_sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
-  if (log_sm != 0 && log_sm == cluster_sm) return;
+  const std::string log_part = gpu_part(log_gpu), cluster_part = gpu_part(run.cluster.node.gpu_model);
+  const bool same_part = log_part.empty() || cluster_part.empty() || log_part == cluster_part;
+  if (log_sm != 0 && log_sm == cluster_sm && same_part) return;
+  const std::string why = log_sm == cluster_sm
+                              ? "the same generation, another part: its NVLink, NICs and clocks may "
+                                "differ"
+                              : "another GPU generation";
   run.notes.push_back(
       log_sm == 0
           ? fmt::format(
                 "{}: the rank lines name a '{}', a GPU commstack has no model of; the prediction is for "
                 "cluster {}'s {}",
                 file, log_gpu, run.cluster_name, run.cluster.node.gpu_model)
-          : fmt::format("{}: the rank lines name a '{}' but cluster {} is built around the {} (another GPU "
-                        "generation): the prediction is for the cluster's hardware, not the log's",
-                        file, log_gpu, run.cluster_name, run.cluster.node.gpu_model));
+          : fmt::format(
+                "{}: the rank lines name a '{}' but cluster {} is built around the {} ({}): the prediction "
+                "is for the cluster's hardware, not the log's",
+                file, log_gpu, run.cluster_name, run.cluster.node.gpu_model, why));
 }
 
 int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, NcclTestsOp hint) {
@@ -497,11 +519,19 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                       "H100 ...') to name the GPU; this input has none: pass a preset or cluster file",
                       spec.file));
     const auto preset = topologies::preset_for_gpu(log.gpu_model);
-    if (!preset)
-      throw InputError(
-          fmt::format("{}: cluster auto: no preset is built around a '{}' (presets: {}); pass a cluster "
-                      "file (docs/cluster-format.md)",
-                      spec.file, log.gpu_model, fmt::join(topologies::preset_names(), ", ")));
+    if (!preset) {
+      // A GPU of a generation the presets cover (H800, H20, an NVL or PCIe part): its nearest preset.
+      const int sm = sim::stack::sm_of_gpu_model(log.gpu_model);
+      const char* nearest = sm == 80 ? "dgx-a100" : sm == 90 ? "dgx-h100" : sm == 100 ? "hgx-b200" : nullptr;
+      throw InputError(fmt::format(
+          "{}: cluster auto: no preset is built around a '{}' (presets: {}); {}pass a cluster file "
+          "(docs/cluster-format.md)",
+          spec.file, log.gpu_model, fmt::join(topologies::preset_names(), ", "),
+          nearest ? fmt::format("its generation's nearest is {} (--cluster {}: predicted for that preset's "
+                                "NVLink and NICs, as a note will say), or ",
+                                nearest, nearest)
+                  : ""));
+    }
     run.cluster_name = *preset;
     run.notes.push_back(
         fmt::format("cluster auto: preset {} for the rank lines' '{}'; its NVLink, NICs and fabric "
@@ -510,24 +540,46 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   }
   run.cluster = topologies::load_cluster(run.cluster_name);
   note_gpu_mismatch(spec.file, log.gpu_model, run);
-  if (spec.nodes) {
+  const bool shape_known = log.ranks_complete && log.n_hosts > 0;
+  if (spec.nodes)
     run.nodes = *spec.nodes;
-  } else if (log.n_hosts > 0 && log.ranks_complete) {
+  else if (shape_known)
     run.nodes = log.n_hosts;
-  } else {
-    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give the node count "
-                                 "(pass --nodes or nodes=N)",
-                                 spec.file));
-  }
-  if (spec.gpus_per_node) {
+  if (spec.gpus_per_node)
     run.gpus_per_node = *spec.gpus_per_node;
-  } else if (log.gpus_per_node > 0 && log.ranks_complete) {
+  else if (shape_known && log.gpus_per_node > 0)
     run.gpus_per_node = log.gpus_per_node;
-  } else {
-    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give GPUs per node "
-                                 "(pass --gpus-per-node or gpus_per_node=G)",
-                                 spec.file));
+  const bool need_nodes = !spec.nodes && !shape_known;
+  const bool need_gpus = !spec.gpus_per_node && !(shape_known && log.gpus_per_node > 0);
+  if (need_nodes || need_gpus)
+    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give {} (pass {}{})",
+                                 spec.file,
+                                 need_nodes && need_gpus ? "the node count or GPUs per node"
+                                 : need_nodes            ? "the node count"
+                                                         : "GPUs per node",
+                                 need_nodes && need_gpus ? "--nodes N --gpus-per-node G"
+                                 : need_nodes            ? "--nodes"
+                                                         : "--gpus-per-node",
+                                 need_nodes && need_gpus ? ", or nodes=N,gpus_per_node=G"
+                                 : need_nodes            ? " or nodes=N"
+                                                         : " or gpus_per_node=G"));
+  // A rank the log names that the shape given cannot hold (partial rank lines: "Rank 127" alone).
+  if (!log.ranks.empty()) {
+    const auto top =
+        std::max_element(log.ranks.begin(), log.ranks.end(),
+                         [](const NcclTestsRank& a, const NcclTestsRank& b) { return a.rank < b.rank; });
+    if (top->rank >= run.nodes * run.gpus_per_node)
+      throw InputError(
+          fmt::format("{}: the log's rank lines name rank {}, but nodes x GPUs per node = {} x {} gives "
+                      "ranks 0-{}",
+                      spec.file, top->rank, run.nodes, run.gpus_per_node, run.nodes * run.gpus_per_node - 1));
   }
+  // GPUs per node the rank lines show but the cluster's nodes do not have.
+  if (!spec.gpus_per_node && run.gpus_per_node > run.cluster.node.gpus)
+    throw InputError(fmt::format(
+        "{}: the log's rank lines show {} GPUs per host, but cluster {}'s nodes have {} "
+        "(a cluster file with {}-GPU nodes fits this log)",
+        spec.file, run.gpus_per_node, run.cluster_name, run.cluster.node.gpus, run.gpus_per_node));
   if (run.nodes < 1 || run.gpus_per_node < 1)
     throw InputError(fmt::format("{}: nodes and GPUs per node must be >= 1", spec.file));
   if ((!spec.nodes || !spec.gpus_per_node) && log.n_ranks > 0 && log.ranks_complete &&

@@ -105,9 +105,15 @@ std::size_t rank_bracket_prefix(std::string_view s) {
 
 std::string_view strip_launcher_prefix(std::string_view line) {
   line.remove_prefix(timestamp_prefix(line));
-  if (const std::size_t n = ompi_tag_prefix(line)) return line.substr(n);
+  // A bracketed prefix may come indented (a log pasted into a page or an issue): the indentation goes
+  // with it. A data row never starts with '['.
+  std::string_view indented = line;
+  while (!indented.empty() && (indented.front() == ' ' || indented.front() == '\t'))
+    indented.remove_prefix(1);
+  if (const std::size_t n = ompi_tag_prefix(indented)) return indented.substr(n);
   if (const std::size_t n = slurm_label_prefix(line)) return line.substr(n);
-  return line.substr(rank_bracket_prefix(line));
+  if (const std::size_t n = rank_bracket_prefix(indented)) return indented.substr(n);
+  return line;
 }
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }

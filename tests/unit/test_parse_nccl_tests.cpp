@@ -260,6 +260,9 @@ TEST_CASE("parse: a launcher prefix is removed only in its exact shape") {
   CHECK(strip_launcher_prefix("12: #  Rank") == "#  Rank");
   CHECK(strip_launcher_prefix("[7] host:1:1 [7] NCCL INFO") == "host:1:1 [7] NCCL INFO");
   CHECK(strip_launcher_prefix("2025-01-31T12:00:00Z [1,0]<stdout>:#  Rank") == "#  Rank");
+  // Indented (a log pasted into an issue): the indentation goes with the bracketed prefix.
+  CHECK(strip_launcher_prefix("        [1,0]<stdout>:#  size") == "#  size");
+  CHECK(strip_launcher_prefix("\t[3] #  Rank") == "#  Rank");
   // Not prefixes: a data row, a host:pid:tid NCCL line, a bracket without a space, a bad time.
   CHECK(strip_launcher_prefix("           8             2     float") ==
         "           8             2     float");

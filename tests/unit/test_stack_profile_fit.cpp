@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "calibration/fit/profile_fit.hpp"
@@ -524,4 +525,73 @@ TEST_CASE("stack: a cluster's default profile is its system's where one is shipp
   // Each one predicts its cluster's generation.
   CHECK(sim::stack::default_profile_for_gpu("GB200").sm == 100);
   CHECK(sim::stack::default_profile_for_gpu("GH200").sm == 90);
+}
+
+TEST_CASE(
+    "stack: rank lines the shape given cannot hold, or a node the cluster has no room for, are refused") {
+  const std::string path = "test_rank_shape.txt";
+  const auto write = [&](const std::string& rank_lines) {
+    std::ofstream(path)
+        << "# Collective test starting: all_reduce_perf\n"
+        << rank_lines
+        << "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+           "time   algbw   busbw #wrong\n"
+           "     1048576        262144     float     sum      -1    30.00   34.95   69.21      0    "
+           "30.00   34.95   69.21      0\n";
+  };
+  // Only the last rank line kept (large jobs' logs): rank 127 does not fit 16 x 4.
+  write("#  Rank 127 Group  0 Pid 1 on node31 device  3 [0x1b] NVIDIA GB200\n");
+  CHECK_THROWS_WITH_AS(
+      fit::load_measured_run(fit::parse_run_spec(path + "@nodes=16,gpus_per_node=4", "--input"),
+                             std::string("gb200-nvl72")),
+      doctest::Contains("the log's rank lines name rank 127, but nodes x GPUs per node = 16 x 4 gives "
+                        "ranks 0-63"),
+      InputError);
+  // Neither count known: both asked for at once.
+  CHECK_THROWS_WITH_AS(
+      fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("gb200-nvl72")),
+      doctest::Contains("do not give the node count or GPUs per node (pass --nodes N --gpus-per-node G"),
+      InputError);
+  // Eight ranks on one host against a 4-GPU tray: the log's shape is said, not a flag never given.
+  std::string eight;
+  for (int r = 0; r < 8; ++r)
+    eight += fmt::format("#  Rank {} Group  0 Pid 1 on node0 device  {} [0x{}] NVIDIA GB200\n", r, r, 10 + r);
+  write(eight);
+  CHECK_THROWS_WITH_AS(
+      fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("gb200-nvl72")),
+      doctest::Contains("the log's rank lines show 8 GPUs per host, but cluster gb200-nvl72's nodes "
+                        "have 4"),
+      InputError);
+  // Rank lines without "Pid p on host" (published excerpts): read, but they give no node count.
+  write(
+      "#  Rank  0 Group  0 device  0 [0000:8f:00] NVIDIA B200 (node 0)\n"
+      "#  Rank  1 Group  0 device  0 [0000:8f:00] NVIDIA B200 (node 1)\n");
+  const auto no_host = fit::load_measured_run(
+      fit::parse_run_spec(path + "@nodes=2,gpus_per_node=1", "--input"), std::string("hgx-b200"));
+  CHECK(no_host.nodes == 2);
+  for (const auto& n : no_host.notes) CHECK(n.find("shared one GPU") == std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE(
+    "stack: a GPU of the preset's generation but another part is noted; auto names the nearest preset") {
+  const std::string path = "test_h800.txt";
+  std::ofstream(path)
+      << "# Collective test starting: all_reduce_perf\n"
+         "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H800\n"
+         "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H800\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+         "time   algbw   busbw #wrong\n"
+         "     1048576        262144     float     sum      -1    30.00   34.95   34.95      0    "
+         "30.00   34.95   34.95      0\n";
+  const auto run = fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100"));
+  bool said = false;
+  for (const auto& n : run.notes)
+    said = said || n.find(
+                       "'NVIDIA H800' but cluster dgx-h100 is built around the H100-SXM5-80GB (the same "
+                       "generation, another part") != std::string::npos;
+  CHECK(said);
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("auto")),
+                       doctest::Contains("its generation's nearest is dgx-h100"), InputError);
+  std::remove(path.c_str());
 }
