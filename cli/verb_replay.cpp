@@ -113,7 +113,8 @@ void register_replay(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("replay", "Replay a recorded trace (Kineto, Chakra JSON, NCCL log) on a cluster");
   sub->add_option("--trace", opts->trace, "Trace file, or a directory of per-rank files")->required();
   sub->add_option("--cluster", opts->cluster, "Cluster preset name or JSON file")->required();
-  sub->add_option("--nodes", opts->nodes, "Number of nodes (default: enough for the replayed world)");
+  sub->add_option("--nodes", opts->nodes,
+                  "Number of nodes (default: enough for the replayed world, one per host the trace names)");
   sub->add_option("--scale-dp", opts->scale_dp, "Replicate the traced job K times as data parallel (docs/replay.md)");
   sub->add_option("--scale-pp", opts->scale_pp,
                   "Make the pipeline K times deeper: each traced stage becomes K stages (commstack OTF2 traces; docs/replay.md)");
