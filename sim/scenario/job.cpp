@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
+#include "sim/replay/replay.hpp"
 #include "sim/train/report.hpp"
 #include "workloads/compute/compute_model.hpp"
 #include "workloads/compute/gpu_profile.hpp"
@@ -365,7 +366,12 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
     const int world = replay_world(*p.replay);
     const json& n = job.at("nodes");
     const int gpn = std::max(p.cluster.node.gpus, 1);
-    const int replay_nodes = n.is_number_integer() ? n.get<int>() : std::max(1, (world + gpn - 1) / gpn);
+    // auto: enough for the world, and one node per host the trace names (replay --nodes' default).
+    const int replay_nodes =
+        n.is_number_integer()
+            ? n.get<int>()
+            : std::max({1, (world + gpn - 1) / gpn,
+                        sim::replay::place_ranks(*p.replay->trace, p.replay->options.scale_dp, gpn).nodes});
     try {
       p.topology = topologies::build_topology(p.cluster, replay_nodes);
     } catch (const InputError& e) {

@@ -142,3 +142,19 @@ TEST_CASE("replay: an NCCL log's ranks on one host share a node's NVLink") {
   // Over NVLink (A100: 300 GB/s per direction) the same call is many times faster than one NIC allows.
   CHECK(r.replayed_s < kAllReduceBytes / 25e9 / 3);
 }
+
+TEST_CASE("replay: the nodes a placement needs: one per host, at least enough for the world") {
+  const auto path = write_two_rank_log("test_replay_placement.log", "hostB");
+  const auto t = importers::load_trace(path);
+  std::remove(path.c_str());
+  CHECK(sim::replay::place_ranks(t, 1, 8).nodes == 2);  // two hosts: two nodes, though 2 ranks fit one
+  CHECK(sim::replay::place_ranks(t, 3, 8).nodes == 6);  // scale-dp 3: each replica on its own hosts
+  CHECK(sim::replay::place_ranks(t, 1, 8).gpu_of == std::vector<int>{0, 8});
+  auto one_host = t;
+  one_host.rank_host = {{0, "h"}, {1, "h"}};
+  CHECK(sim::replay::place_ranks(one_host, 1, 8).gpu_of.empty());  // rank r on GPU r
+  CHECK(sim::replay::place_ranks(one_host, 1, 8).nodes == 1);
+  CHECK_THROWS_WITH_AS(
+      sim::replay::place_ranks(one_host, 1, 1),
+      doctest::Contains("host h of the trace runs 2 ranks, but the cluster's nodes have 1 GPUs"), InputError);
+}
