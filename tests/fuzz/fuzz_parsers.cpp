@@ -23,6 +23,7 @@
 #include "calibration/fit/nccl_topo_xml.hpp"
 #include "calibration/fit/node_from_topo_xml.hpp"
 #include "calibration/fit/osu.hpp"
+#include "calibration/fit/osu_run.hpp"
 #include "calibration/fit/published_table.hpp"
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
@@ -51,12 +52,20 @@ std::vector<std::string> files_in(const std::string& dir, const std::vector<std:
 }
 
 const char* kOsuSeeds[] = {
-    "# OSU MPI-CUDA Latency Test v7.3\n# Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)\n# Size          Latency (us)\n"
-    "0                       1.90\n1                       2.12\n1024                    3.40\n4194304               221.45\n",
-    "# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n"
-    "4                       1.85              1.60              2.10        1000\n8                       1.87              1.61"
+    "# OSU MPI-CUDA Latency Test v7.3\n# Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)\n# Size    "
+    "      Latency (us)\n"
+    "0                       1.90\n1                       2.12\n1024                    3.40\n4194304       "
+    "        221.45\n",
+    "# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us) "
+    " Iterations\n"
+    "4                       1.85              1.60              2.10        1000\n8                       "
+    "1.87              1.61"
     "              2.13        1000\n",
-    "# OSU MPI Bi-Directional Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n1                       3.41\n1048576             24100.55\n"};
+    "# OSU MPI Bi-Directional Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n1                       "
+    "3.41\n1048576             24100.55\n",
+    "#Using NCCL\n\n# OSU NCCL-CUDA All-to-All Personalized Exchange Latency Test v7.5\n# Size       Avg "
+    "Latency(us)\n"
+    "1024                   40.10\n1048576               95.20\n"};
 
 const char* kReproSeeds[] = {
     "#Command-line arguments:  ./bin/mpibenchmark --msizes-list=1,10 --calls-list=MPI_Allreduce --nrep=3\n#MPI calls:\n"
@@ -139,7 +148,12 @@ int main(int argc, char** argv) {
     };
   } else if (target == "osu") {
     for (const char* s : kOsuSeeds) seeds.emplace_back(s);
-    parse = [](const std::string& t) { (void)parse_osu(t, "fuzz"); };
+    // The reader, then what validate / calibrate make of it (osu_run: MPI refused, NCCL as a run).
+    parse = [](const std::string& t) {
+      const OsuResult r = parse_osu(t, "fuzz");
+      refuse_mpi_osu(t, "fuzz");
+      (void)nccl_tests_result_from_osu(r, 8, NcclTestsOp::unknown);
+    };
   } else if (target == "repro_mpi") {
     for (const char* s : kReproSeeds) seeds.emplace_back(s);
     parse = [](const std::string& t) { (void)parse_repro_mpi(t, "fuzz"); };
