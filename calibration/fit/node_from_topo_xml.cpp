@@ -46,7 +46,11 @@ int common_sm(const NodeTopology& topo) {
 }  // namespace
 
 std::string preset_for_topo_sm(const NodeTopology& topo) {
-  switch (common_sm(topo)) {
+  return preset_for_sm(common_sm(topo));
+}
+
+std::string preset_for_sm(int sm) {
+  switch (sm) {
     case 80: return "dgx-a100";
     case 90: return "dgx-h100";
     case 100: return "hgx-b200";

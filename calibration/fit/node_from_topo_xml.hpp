@@ -22,5 +22,7 @@ nlohmann::ordered_json cluster_from_nccl_topo(const NodeTopology& topo, const nl
 // The preset of the GPU generation the XML's GPUs give (sm 80: dgx-a100, 90: dgx-h100, 100:
 // hgx-b200); empty when the file does not say (PCI-only NCCL_TOPO_FILE inputs).
 std::string preset_for_topo_sm(const NodeTopology& topo);
+// The preset of a GPU generation (sm 80: dgx-a100, 90: dgx-h100, 100: hgx-b200); empty for others.
+std::string preset_for_sm(int sm);
 
 }  // namespace commstack::fit

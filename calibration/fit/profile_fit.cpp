@@ -2,11 +2,11 @@
 
 #include "calibration/fit/bench_json.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
+#include "calibration/fit/node_from_topo_xml.hpp"
 #include "calibration/fit/osu_run.hpp"
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -308,25 +308,20 @@ sim::stack::Predictor::Choice choose_for_run(
 
 namespace {
 
-// The run of a log that holds several nccl-tests runs: the spec's run=N, else the one run whose
-// own op (test-start line, command, columns) is the spec's op. Refuses, listing the runs, when
-// neither decides: picking the first would validate the wrong collective without a word.
-// `runs` is count_nccl_tests_runs(text).
-// The rank lines' GPU against the cluster's: a log of another GPU generation validated on a preset
-// is predicted for the preset's hardware, which the user should see said.
 // The GPU part a name gives ("NVIDIA H800" -> "h800", "H100-SXM5-80GB" -> "h100"); "" when none of
 // these. Longer names first: h200 before h20, a100 before a10, l40s before l40 and l4.
 std::string gpu_part(const std::string& name) {
   static constexpr std::array<std::string_view, 19> kParts{
       "gb300", "gb200", "gh200", "b300", "b200", "b100", "h800", "h200", "h100", "h20",
       "a800",  "a100",  "a40",   "a30",  "a10",  "v100", "l40s", "l40",  "l4"};
-  std::string lower_name(name);
-  for (auto& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower_name = detail::lower(name);
   for (auto part : kParts)
     if (lower_name.find(part) != std::string::npos) return std::string(part);
   return "";
 }
 
+// The rank lines' GPU against the cluster's: a log of another GPU generation or part validated on a
+// preset is predicted for the preset's hardware, which the user should see said.
 void note_gpu_mismatch(const std::string& file, const std::string& log_gpu, MeasuredRun& run) {
   if (log_gpu.empty()) return;
   const int log_sm = sim::stack::sm_of_gpu_model(log_gpu);
@@ -350,6 +345,10 @@ void note_gpu_mismatch(const std::string& file, const std::string& log_gpu, Meas
                 file, log_gpu, run.cluster_name, run.cluster.node.gpu_model, why));
 }
 
+// The run of a log that holds several nccl-tests runs: the spec's run=N, else the one run whose
+// own op (test-start line, command, columns) is the spec's op. Refuses, listing the runs, when
+// neither decides: picking the first would validate the wrong collective without a word.
+// `runs` is count_nccl_tests_runs(text).
 int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, NcclTestsOp hint) {
   if (spec.run) {
     if (*spec.run > runs)
@@ -521,16 +520,16 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     const auto preset = topologies::preset_for_gpu(log.gpu_model);
     if (!preset) {
       // A GPU of a generation the presets cover (H800, H20, an NVL or PCIe part): its nearest preset.
-      const int sm = sim::stack::sm_of_gpu_model(log.gpu_model);
-      const char* nearest = sm == 80 ? "dgx-a100" : sm == 90 ? "dgx-h100" : sm == 100 ? "hgx-b200" : nullptr;
+      const std::string nearest = preset_for_sm(sim::stack::sm_of_gpu_model(log.gpu_model));
       throw InputError(fmt::format(
           "{}: cluster auto: no preset is built around a '{}' (presets: {}); {}pass a cluster file "
           "(docs/cluster-format.md)",
           spec.file, log.gpu_model, fmt::join(topologies::preset_names(), ", "),
-          nearest ? fmt::format("its generation's nearest is {} (--cluster {}: predicted for that preset's "
-                                "NVLink and NICs, as a note will say), or ",
-                                nearest, nearest)
-                  : ""));
+          !nearest.empty()
+              ? fmt::format("its generation's nearest is {} (--cluster {}: predicted for that preset's "
+                            "NVLink and NICs, as a note will say), or ",
+                            nearest, nearest)
+              : ""));
     }
     run.cluster_name = *preset;
     run.notes.push_back(
@@ -551,18 +550,18 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
     run.gpus_per_node = log.gpus_per_node;
   const bool need_nodes = !spec.nodes && !shape_known;
   const bool need_gpus = !spec.gpus_per_node && !(shape_known && log.gpus_per_node > 0);
-  if (need_nodes || need_gpus)
-    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give {} (pass {}{})",
-                                 spec.file,
-                                 need_nodes && need_gpus ? "the node count or GPUs per node"
-                                 : need_nodes            ? "the node count"
-                                                         : "GPUs per node",
-                                 need_nodes && need_gpus ? "--nodes N --gpus-per-node G"
-                                 : need_nodes            ? "--nodes"
-                                                         : "--gpus-per-node",
-                                 need_nodes && need_gpus ? ", or nodes=N,gpus_per_node=G"
-                                 : need_nodes            ? " or nodes=N"
-                                                         : " or gpus_per_node=G"));
+  if (need_nodes || need_gpus) {
+    // What is missing, said once for the flags and once for the run-spec keys.
+    std::vector<std::string> what, flags, keys;
+    if (need_nodes)
+      what.emplace_back("the node count"), flags.emplace_back("--nodes N"), keys.emplace_back("nodes=N");
+    if (need_gpus)
+      what.emplace_back("GPUs per node"), flags.emplace_back("--gpus-per-node G"),
+          keys.emplace_back("gpus_per_node=G");
+    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give {} (pass {}, or {})",
+                                 spec.file, fmt::join(what, " or "), fmt::join(flags, " "),
+                                 fmt::join(keys, ",")));
+  }
   // A rank the log names that the shape given cannot hold (partial rank lines: "Rank 127" alone).
   if (!log.ranks.empty()) {
     const auto top =

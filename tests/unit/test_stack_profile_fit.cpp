@@ -24,6 +24,14 @@ using sim::stack::Profile;
 
 namespace {
 std::string data(const std::string& name) { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-tests/" + name; }
+// The head of a two-rank H100 all-reduce log written by a test: test-start line, rank lines, columns.
+const char* const kTwoRankAllReduceHead =
+    "# Collective test starting: all_reduce_perf\n"
+    "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+    "busbw "
+    "#wrong\n";
 }  // namespace
 
 TEST_CASE("stack: profile JSON round trip keeps every parameter") {
@@ -391,12 +399,7 @@ TEST_CASE("stack: a run's loader says what it assumed: another GPU than the clus
   const std::string path = "test_run_cycles.txt";
   {
     std::ofstream out(path);
-    out << "# Collective test starting: all_reduce_perf\n"
-           "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
-           "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
-           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
-           "algbw   "
-           "busbw #wrong\n";
+    out << kTwoRankAllReduceHead;
     for (int cycle = 0; cycle < 2; ++cycle)
       out << "     1048576        262144     float     sum      -1    20.51   51.12   51.12      0    18.02  "
              " 58.19   "
@@ -424,12 +427,8 @@ TEST_CASE(
   const std::string path = "test_two_runs_one_broken.txt";
   {
     std::ofstream out(path);
-    out << "# Collective test starting: all_reduce_perf\n"
-           "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
-           "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
-           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
-           "algbw   busbw #wrong\n"
-           "     1048576        262144     float     sum      -1    20.51   51.12   51.12      0    18.02   "
+    out << kTwoRankAllReduceHead
+        << "     1048576        262144     float     sum      -1    20.51   51.12   51.12      0    18.02   "
            "58.19   58.19      0\n"
            "# Avg bus bandwidth    : 51.1\n"
            "# Collective test starting: all_gather_perf\n"
