@@ -66,7 +66,7 @@ void register_calibrate(CLI::App& app) {
          "FILE[@key=value,...] (keys: cluster nodes "
          "gpus_per_node op "
          "run "
-         "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls collnet gpus_per_thread "
+         "series config min_bytes max_bytes algo proto min_ctas max_ctas nvls mnnvl collnet gpus_per_thread "
          "cuda_graph in_place nccl_version); repeatable")
       ->required();
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");

@@ -46,7 +46,7 @@ struct CollectiveOptions {
   // simulation of ring-family flows (the only mode with --trace, --otf2, --channels, ...).
   std::string profile = "auto";
   std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph,
-      nccl_version;
+      nccl_version, mnnvl;
   bool breakdown = false;
 };
 
@@ -97,7 +97,11 @@ void run(const CollectiveOptions& o) {
   const double overhead = parse_latency(o.step_overhead, "--step-overhead");
   const int peers = static_cast<int>(parse_int(o.alltoall_peers, "--alltoall-peers", 0, 1 << 20));
 
-  const auto spec = topologies::load_cluster(o.cluster);
+  auto spec = topologies::load_cluster(o.cluster);
+  // --mnnvl off (NCCL_MNNVL_ENABLE=0): each node is its own NVLink domain, for the stack model and the
+  // fabric simulation alike.
+  const bool mnnvl = o.mnnvl.empty() || parse_nccl_switch(o.mnnvl, "--mnnvl");
+  if (!mnnvl) spec.node.nvlink_domain_nodes = 1;
   const auto topo = topologies::build_topology(spec, nodes, gpn);
   const int channels = o.channels == "auto" ? default_channels(topo)
                                             : static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
@@ -176,6 +180,7 @@ void run(const CollectiveOptions& o) {
     if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
     if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
     if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
+    if (!mnnvl) knobs.env.mnnvl_enable = 0;
     if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
     if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
     if (!o.nccl_version.empty())
@@ -326,6 +331,11 @@ void register_collective(CLI::App& app) {
   sub->add_option("--nvls", o->nvls, "Stack model: on|off, like NCCL_NVLS_ENABLE (1 or 0)");
   sub->add_option("--collnet", o->collnet,
                   "Stack model: on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
+  sub->add_option(
+      "--mnnvl", o->mnnvl,
+      "on|off, like NCCL_MNNVL_ENABLE (1 or 0); off: the nodes of a multi-node NVLink domain (GB200 "
+      "NVL72) keep NVLink inside each node and talk over their NICs, as when NCCL cannot use the "
+      "fabric (no IMEX channel; its log says MNNVL 0). Default: the cluster's domains");
   sub->add_option("--buffsize", o->buffsize, "Stack model: like NCCL_BUFFSIZE");
   sub->add_option("--gpus-per-thread", o->gpus_per_thread,
                   "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");

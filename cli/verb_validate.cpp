@@ -27,7 +27,7 @@ struct ValidateOptions {
   std::optional<int> nodes, gpus_per_node, gpus_per_thread, run;
   std::optional<std::string> algo, proto, op, profile;
   std::optional<int> min_channels, max_channels;
-  std::optional<std::string> nvls, collnet, cuda_graph, nccl_version;
+  std::optional<std::string> nvls, collnet, cuda_graph, nccl_version, mnnvl;
   std::optional<std::string> min_bytes, max_bytes;
   std::string format = "text";
   bool breakdown = false;
@@ -64,7 +64,7 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
                                         "op",         "run",       "series",        "config",
                                         "min_bytes",  "max_bytes", "algo",          "proto",
                                         "min_ctas",   "max_ctas",  "nvls",          "collnet",
-                                        "cuda_graph", "in_place",  "nccl_version"};
+                                        "cuda_graph", "in_place",  "nccl_version",  "mnnvl"};
   for (std::size_t pos = 0; pos < keys.knob_text.size();) {
     const auto comma = std::min(keys.knob_text.find(',', pos), keys.knob_text.size());
     const std::string key = keys.knob_text.substr(pos, keys.knob_text.find('=', pos) - pos);
@@ -112,6 +112,10 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
     if (e.nvls_enable != select::NcclEnv{}.nvls_enable) twice("nvls", "--nvls");
     e.nvls_enable = k.nvls_enable;
   }
+  if (k.mnnvl_enable != select::NcclEnv{}.mnnvl_enable) {
+    if (e.mnnvl_enable != select::NcclEnv{}.mnnvl_enable) twice("mnnvl", "--mnnvl");
+    e.mnnvl_enable = k.mnnvl_enable;
+  }
   select::validate(e);
 }
 
@@ -155,6 +159,7 @@ void run_validate(const ValidateOptions& o) {
   if (o.max_channels) spec.knobs.env.max_ctas = *o.max_channels;
   if (o.nvls) spec.knobs.env.nvls_enable = parse_nccl_switch(*o.nvls, "--nvls") ? 1 : 0;
   if (o.collnet) spec.knobs.collnet = parse_nccl_switch(*o.collnet, "--collnet");
+  if (o.mnnvl) spec.knobs.env.mnnvl_enable = parse_nccl_switch(*o.mnnvl, "--mnnvl") ? 1 : 0;
   if (o.cuda_graph) spec.cuda_graph = parse_on_off(*o.cuda_graph, "--cuda-graph");
   if (o.nccl_version) spec.nccl_version = select::parse_nccl_version(*o.nccl_version, "--nccl-version");
   spec.in_place = o.in_place;
@@ -207,46 +212,55 @@ void run_validate(const ValidateOptions& o) {
       if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
       rows.push_back(j);
     }
-    nlohmann::json doc{{"measured", run.file},
-                       {"cluster", run.cluster_name},
-                       {"op", sim::to_string(run.op)},
-                       {"nodes", run.nodes},
-                       {"gpus_per_node", run.gpus_per_node},
-                       {"time_column", run.in_place ? "in-place" : "out-of-place"},
-                       {"profile", profile.name},
-                       {"nccl_selection", select::to_string(run.knobs.nccl_version)},
-                       {"nccl_comm",
-                        {{"coll_channels", shape.n_channels},
-                         {"ring_graph_channels", shape.ring.n_channels},
-                         {"ring_graph_bw_GBps", shape.ring.bw_intra},
-                         {"nvls_channels", shape.nvls_support ? shape.nvls_channels : 0}}},
-                       {"rows", rows},
-                       {"mape_percent", v.mape_percent},
-                       {"mape_ge_1MiB_percent", v.mape_large_percent},
-                       {"n_ge_1MiB", v.n_large},
-                       {"mape_lt_1MiB_percent", v.mape_small_percent},
-                       {"n_lt_1MiB", v.n_small},
-                       {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
-                       {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
-                       {"below_hardware", v.below_hardware},
-                       {"nccl_model",
-                        {{"what",
-                          "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
-                          "runs, on the sizes it models"},
-                         {"mape_percent", v.nccl_model_mape_percent},
-                         {"mape_ge_1MiB_percent", v.nccl_model_mape_large_percent},
-                         {"n_ge_1MiB", v.nccl_model_n_large},
-                         {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
-                         {"n_lt_1MiB", v.nccl_model_n_small}}},
-                       {"error_split",
-                        {{"latency_bound_sizes", v.split.n_latency},
-                         {"latency_bound_max_bytes", v.split.latency_max_bytes},
-                         {"latency_excess_us", v.split.latency_excess_us},
-                         {"latency_layers_us", v.split.latency_layers_us},
-                         {"bandwidth_bound_sizes", v.split.n_bandwidth},
-                         {"bandwidth_bound_min_bytes", v.split.bandwidth_min_bytes},
-                         {"bandwidth_rate_ratio", v.split.bandwidth_rate_ratio}}},
-                       {"notes", run.notes}};
+    nlohmann::json doc{
+        {"measured", run.file},
+        {"cluster", run.cluster_name},
+        {"op", sim::to_string(run.op)},
+        {"nodes", run.nodes},
+        {"gpus_per_node", run.gpus_per_node},
+        {"time_column", run.in_place ? "in-place" : "out-of-place"},
+        {"profile", profile.name},
+        {"nccl_selection", select::to_string(run.knobs.nccl_version)},
+        {"nccl_comm",
+         {{"coll_channels", shape.n_channels},
+          {"ring_graph_channels", shape.ring.n_channels},
+          {"ring_graph_bw_GBps", shape.ring.bw_intra},
+          {"nvls_channels", shape.nvls_support ? shape.nvls_channels : 0}}},
+        {"rows", rows},
+        {"mape_percent", v.mape_percent},
+        {"mape_ge_1MiB_percent", v.mape_large_percent},
+        {"n_ge_1MiB", v.n_large},
+        {"mape_lt_1MiB_percent", v.mape_small_percent},
+        {"n_lt_1MiB", v.n_small},
+        {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
+        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
+        {"below_hardware", v.below_hardware},
+        {"mnnvl_off", v.mnnvl_off ? nlohmann::json{{"what",
+                                                    "the same run predicted with NCCL_MNNVL_ENABLE=0 (nodes "
+                                                    "over their NICs)"},
+                                                   {"largest_size_predicted_busbw_GBps",
+                                                    v.mnnvl_off->predicted_busbw_GBps},
+                                                   {"mape_percent", v.mnnvl_off->mape_percent},
+                                                   {"mape_ge_1MiB_percent", v.mnnvl_off->mape_large_percent}}
+                                  : nlohmann::json(nullptr)},
+        {"nccl_model",
+         {{"what",
+           "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
+           "runs, on the sizes it models"},
+          {"mape_percent", v.nccl_model_mape_percent},
+          {"mape_ge_1MiB_percent", v.nccl_model_mape_large_percent},
+          {"n_ge_1MiB", v.nccl_model_n_large},
+          {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
+          {"n_lt_1MiB", v.nccl_model_n_small}}},
+        {"error_split",
+         {{"latency_bound_sizes", v.split.n_latency},
+          {"latency_bound_max_bytes", v.split.latency_max_bytes},
+          {"latency_excess_us", v.split.latency_excess_us},
+          {"latency_layers_us", v.split.latency_layers_us},
+          {"bandwidth_bound_sizes", v.split.n_bandwidth},
+          {"bandwidth_bound_min_bytes", v.split.bandwidth_min_bytes},
+          {"bandwidth_rate_ratio", v.split.bandwidth_rate_ratio}}},
+        {"notes", run.notes}};
     fmt::print("{}\n", doc.dump(2));
     return;
   }
@@ -326,6 +340,15 @@ void run_validate(const ValidateOptions& o) {
                "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",
                csv ? "# " : "", format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
                100 * v.measured_busbw_GBps / v.predicted_busbw_GBps, v.predicted_busbw_GBps);
+  if (v.mnnvl_off)
+    fmt::print(
+        "# hint: the {} nodes share one NVLink domain on {}, but NCCL uses it only when the fabric and IMEX "
+        "allow it (its log says 'MNNVL 1'); without it the nodes talk over their NICs. Predicted that way "
+        "(--mnnvl off, NCCL_MNNVL_ENABLE=0): {:.1f} GB/s at {} (measured {:.1f}), MAPE {:.2f}% (>=1MiB: "
+        "{:.2f}%) instead of {:.2f}% ({:.2f}%)\n",
+        run.nodes, run.cluster_name, v.mnnvl_off->predicted_busbw_GBps, format_bytes(v.rows.back().bytes),
+        v.measured_busbw_GBps, v.mnnvl_off->mape_percent, v.mnnvl_off->mape_large_percent, v.mape_percent,
+        v.mape_large_percent);
   // The baseline: what NCCL's own tuning model says of the same sizes (unfitted; docs/calibration.md).
   if (v.nccl_model_n_large + v.nccl_model_n_small > 0)
     fmt::print(
@@ -386,6 +409,10 @@ void register_validate(CLI::App& app) {
   sub->add_option("--nvls", o->nvls,
                   "on|off, like NCCL_NVLS_ENABLE (1 or 0; default: the log's NCCL_NVLS_ENABLE)");
   sub->add_option("--collnet", o->collnet, "on|off, like NCCL_COLLNET_ENABLE with a SHARP plugin loaded (default off)");
+  sub->add_option("--mnnvl", o->mnnvl,
+                  "on|off, like NCCL_MNNVL_ENABLE (1 or 0); off: the nodes of a multi-node NVLink domain "
+                  "(GB200 NVL72) talk over their NICs (default: the log's NCCL_MNNVL_ENABLE or 'MNNVL 0' "
+                  "line, else the cluster's domains)");
   sub->add_option(
       "--nccl-version", o->nccl_version,
       "Whose tuning model picks algorithm, protocol and channels: 2.28.9, 2.29.3, 2.29.7 or 2.30.7 "

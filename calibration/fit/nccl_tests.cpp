@@ -357,6 +357,25 @@ void note_channels_from_info(std::string_view body, int line, NcclTestsResult& r
   if (res.coll_channels) res.channels_line = line;
 }
 
+// "NCCL INFO comm 0x55d0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0" (src/init.cc;
+// releases before MNNVL print no such field and leave both unset).
+void note_comm_from_info(std::string_view body, int line, NcclTestsResult& res) {
+  if (res.comm_mnnvl || body.find(" MNNVL ") == std::string_view::npos) return;
+  const auto toks = split_ws(body);
+  std::optional<int> mnnvl, nodes;
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(toks[i + 1].data(), toks[i + 1].data() + toks[i + 1].size(), v);
+    if (ec != std::errc{} || ptr != toks[i + 1].data() + toks[i + 1].size() || v < 0) continue;
+    if (toks[i] == "MNNVL" && v <= 1) mnnvl = v;
+    if (toks[i] == "nNodes" && v >= 1) nodes = v;
+  }
+  if (!mnnvl) return;
+  res.comm_mnnvl = mnnvl;
+  res.comm_nodes = nodes;
+  res.comm_line = line;
+}
+
 // VAR=value words of a launcher line: "mpirun -x NCCL_ALGO=Ring ...", "srun --export=ALL,NCCL_PROTO=Simple",
 // "NCCL_MIN_CTAS=24 ./all_reduce_perf", "export NCCL_ALGO=Tree".
 void note_env_from_command(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
@@ -530,6 +549,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
       if (!in_table || res.rows.empty()) {
         note_env_from_info(body, ln.number, res.env);
         note_channels_from_info(body, ln.number, res);
+        note_comm_from_info(body, ln.number, res);
       }
       continue;  // interleaved NCCL debug output
     }

@@ -122,6 +122,11 @@ struct NcclTestsResult {
   // first such line, every rank prints its own).
   std::optional<int> coll_channels, nvls_channels;
   int channels_line = 0;
+  // NCCL's communicator line "NCCL INFO comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0
+  // MNNVL 0" (the first one with an MNNVL field): whether NCCL used a multi-node NVLink domain, and
+  // the NCCL nodes it counted.
+  std::optional<int> comm_mnnvl, comm_nodes;
+  int comm_line = 0;
   // Lines of the result table: its column header and its last row (0 when none). NCCL's per-call
   // TUNING lines of this run's sizes print between the two.
   int table_first_line = 0, table_last_line = 0;

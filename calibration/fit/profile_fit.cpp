@@ -114,6 +114,8 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
       spec.knobs.env.max_ctas = parse_int(value, what);
     } else if (key == "nvls") {
       spec.knobs.env.nvls_enable = parse_0_or_1(value, what) ? 1 : 0;
+    } else if (key == "mnnvl") {
+      spec.knobs.env.mnnvl_enable = parse_0_or_1(value, what, " (NCCL_MNNVL_ENABLE)") ? 1 : 0;
     } else if (key == "collnet") {
       spec.knobs.collnet = parse_0_or_1(value, what, " (NCCL_COLLNET_ENABLE)");
     } else if (key == "cuda_graph") {
@@ -129,8 +131,8 @@ RunSpec parse_run_spec(const std::string& text, const std::string& flag) {
     } else {
       throw InputError(
           fmt::format("{} {}: unknown key \"{}\" (expected cluster, nodes, gpus_per_node, op, run, series, "
-                      "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, collnet, "
-                      "gpus_per_thread, cuda_graph, in_place, nccl_version)",
+                      "config, min_bytes, max_bytes, algo, proto, min_ctas, max_ctas, nvls, mnnvl, "
+                      "collnet, gpus_per_thread, cuda_graph, in_place, nccl_version)",
                       flag, text, key));
     }
   }
@@ -175,6 +177,8 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       env.max_ctas = integer(1, 64);
     } else if (name == "NCCL_NVLS_ENABLE" && spec.knobs.env.nvls_enable == unset.nvls_enable) {
       env.nvls_enable = integer(0, 2);
+    } else if (name == "NCCL_MNNVL_ENABLE" && spec.knobs.env.mnnvl_enable == unset.mnnvl_enable) {
+      env.mnnvl_enable = integer(0, 2);
     } else if (name == "NCCL_PAT_ENABLE" && spec.knobs.env.pat_enable == unset.pat_enable) {
       env.pat_enable = integer(0, 2);
     } else if (name == "NCCL_NTHREADS" && spec.knobs.env.nthreads == unset.nthreads) {
@@ -585,6 +589,19 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
       log.n_ranks != run.nodes * run.gpus_per_node)
     throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
                                  log.n_ranks, run.nodes, run.gpus_per_node));
+  // NCCL's own word on a multi-node NVLink domain: "MNNVL 0" in its communicator line means it
+  // found no usable fabric (no IMEX channel, NCCL_MNNVL_ENABLE=0) and the nodes talked over their NICs.
+  // What NCCL printed wins over NCCL_MNNVL_ENABLE=1 in the log; a flag or a spec key wins over both.
+  if (log.comm_mnnvl && *log.comm_mnnvl == 0 && run.cluster.node.nvlink_domain_nodes > 1 && run.nodes > 1 &&
+      spec.knobs.env.mnnvl_enable == select::NcclEnv{}.mnnvl_enable && run.knobs.env.mnnvl_enable != 0) {
+    run.knobs.env.mnnvl_enable = 0;
+    run.notes.push_back(fmt::format(
+        "{}:{}: NCCL printed MNNVL 0{}: it did not use cluster {}'s multi-node NVLink domain (no IMEX "
+        "channel, "
+        "or NCCL_MNNVL_ENABLE=0), so the nodes talk over their NICs, as --mnnvl off / mnnvl=0 predict",
+        spec.file, log.comm_line, log.comm_nodes ? fmt::format(" with nNodes {}", *log.comm_nodes) : "",
+        run.cluster_name));
+  }
   // nccl-tests -g: the header's nGpus, unless the spec says (a published excerpt may lack the header).
   if (spec.gpus_per_thread)
     run.knobs.gpus_per_thread = *spec.gpus_per_thread;
@@ -741,6 +758,14 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   const bool bandwidth_bound = lb.fabric_bandwidth_s + lb.transport_s + lb.protocol_s > 0.5 * last.prediction.time_s;
   out.below_hardware =
       bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
+  if (out.below_hardware && run.nodes > 1 && run.cluster.node.nvlink_domain_nodes > 1 &&
+      run.knobs.env.mnnvl_enable != 0) {
+    MeasuredRun per_node = run;
+    per_node.knobs.env.mnnvl_enable = 0;
+    const ValidationResult alt = validate_run(per_node, profile);
+    out.mnnvl_off =
+        ValidationResult::MnnvlOff{alt.predicted_busbw_GBps, alt.mape_large_percent, alt.mape_percent};
+  }
   // The error split by regime: a latency-bound size's error is the fixed-cost layers', a
   // bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
   // Medians, so that one disturbed size does not speak for the regime.

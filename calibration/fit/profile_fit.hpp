@@ -146,6 +146,15 @@ struct ValidationResult {
   double nccl_model_mape_small_percent = 0;
   int nccl_model_n_large = 0;
   int nccl_model_n_small = 0;
+  // A run flagged below_hardware that spans the nodes of a multi-node NVLink domain (GB200 NVL72):
+  // the same run predicted with NCCL_MNNVL_ENABLE=0, the nodes talking over their NICs, which is
+  // what NCCL does when it cannot use the fabric (no IMEX channel) and the likelier explanation.
+  struct MnnvlOff {
+    double predicted_busbw_GBps = 0;  // at the largest size
+    double mape_large_percent = 0;
+    double mape_percent = 0;
+  };
+  std::optional<MnnvlOff> mnnvl_off;
 };
 
 // A run whose largest message reaches less than this fraction of the predicted bus bandwidth is

@@ -93,6 +93,7 @@ void validate(const NcclEnv& env) {
   if (env.min_ctas > 0 && env.max_ctas > 0 && env.min_ctas > env.max_ctas)
     throw InputError(fmt::format("NCCL_MIN_CTAS ({}) is larger than NCCL_MAX_CTAS ({})", env.min_ctas, env.max_ctas));
   if (env.pat_enable < 0 || env.pat_enable > 2) throw InputError("NCCL_PAT_ENABLE: expected 0, 1 or 2");
+  if (env.mnnvl_enable < 0 || env.mnnvl_enable > 2) throw InputError("NCCL_MNNVL_ENABLE: expected 0, 1 or 2");
   if (env.net_overhead_ns && (*env.net_overhead_ns < 0 || *env.net_overhead_ns > 1e9))
     throw InputError("NCCL_NET_OVERHEAD: expected a non-negative number of nanoseconds");
   if (env.algo) {

@@ -2,7 +2,7 @@
 // NCCL's user overrides that the tuning model honours: NCCL_ALGO / NCCL_PROTO (plain list,
 // "^" exclusion, and the per-function form "allreduce:tree,ring;broadcast:ring" of NCCL >= 2.24),
 // NCCL_MIN_CTAS / NCCL_MAX_CTAS, NCCL_NTHREADS / NCCL_LL128_NTHREADS, NCCL_NET_OVERHEAD,
-// NCCL_PAT_ENABLE, NCCL_NVLS_ENABLE, NCCL_LL128_C2C.
+// NCCL_PAT_ENABLE, NCCL_NVLS_ENABLE, NCCL_LL128_C2C, NCCL_MNNVL_ENABLE.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +22,11 @@ struct NcclEnv {
   int pat_enable = 2;                // NCCL_PAT_ENABLE: 0 off, 1 on, 2 auto
   int nvls_enable = 2;               // NCCL_NVLS_ENABLE: 0 off
   bool ll128_c2c = true;             // NCCL_LL128_C2C
+  // NCCL_MNNVL_ENABLE: 0 off (each node is its own NVLink domain; nodes talk over their NICs), 1 on,
+  // 2 auto. NCCL uses a multi-node NVLink domain only when the fabric and IMEX allow it and falls
+  // back to the network silently otherwise (src/mnnvl.cc), so 1 and 2 both mean the cluster's
+  // domains here.
+  int mnnvl_enable = 2;
 };
 
 // Enabled flags per function: algo[f][a], proto[f][p] (LL128 starts at 2 = "auto").

@@ -182,8 +182,17 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   return s;
 }
 
-Predictor::Predictor(const topologies::ClusterSpec& spec, int nodes, int gpus_per_node, Knobs knobs)
+Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus_per_node, Knobs knobs)
     : knobs_(std::move(knobs)) {
+  // NCCL_MNNVL_ENABLE=0 (or a fabric NCCL could not use: no IMEX channel, "MNNVL 0" in its log):
+  // the nodes of a multi-node NVLink domain keep NVLink among their own GPUs and talk to each
+  // other over their NICs, each node one NCCL node.
+  std::optional<topologies::ClusterSpec> per_node;
+  if (knobs_.env.mnnvl_enable == 0 && cluster.node.nvlink_domain_nodes > 1) {
+    per_node = cluster;
+    per_node->node.nvlink_domain_nodes = 1;
+  }
+  const topologies::ClusterSpec& spec = per_node ? *per_node : cluster;
   if (nodes < 1) throw InputError(fmt::format("--nodes: expected >= 1, got {}", nodes));
   if (gpus_per_node < 1 || gpus_per_node > spec.node.gpus)
     throw InputError(fmt::format("--gpus-per-node: expected 1..{} (cluster {} has {} GPUs per node), got {}",

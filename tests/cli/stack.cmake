@@ -198,3 +198,21 @@ commstack_cli_test(NAME stack_validate_osu_xccl
 commstack_cli_error_test(NAME stack_validate_osu_mpi
   ARGS validate --cluster dgx-h100 --measured tests/cli/osu-mpi-latency-synthetic.txt --nodes 2 --gpus-per-node 1
   MATCH "commstack: error: .*osu-mpi-latency-synthetic.txt: 'OSU MPI-CUDA Latency Test v7.5' measures the MPI library")
+# NCCL_MNNVL_ENABLE=0 / no usable NVL72 fabric: the trays talk over their NICs (docs/stack-model.md
+# "Inputs"). The log's "MNNVL 0" line is applied with a note; --mnnvl off does the same for a sweep;
+# without either, a NIC-speed run on the domain is flagged and the hint predicts it over the NICs.
+commstack_cli_test(NAME stack_validate_mnnvl0_from_log
+  ARGS validate --cluster gb200-nvl72 --measured tests/cli/nccl-tests-gb200-2x4-mnnvl0-synthetic.txt
+  MATCH "# note: tests/cli/nccl-tests-gb200-2x4-mnnvl0-synthetic.txt:13: NCCL printed MNNVL 0 with nNodes 2: .*\n(.*\n)*MAPE [0-9]\\.[0-9]+%")
+commstack_cli_test(NAME stack_validate_mnnvl_hint
+  ARGS validate --cluster gb200-nvl72 --measured tests/cli/nccl-tests-gb200-2x4-mnnvl0-synthetic.txt --mnnvl on
+  MATCH "WARNING: at 2G .*\n# hint: the 2 nodes share one NVLink domain on gb200-nvl72, .*--mnnvl off, NCCL_MNNVL_ENABLE=0\\): 19[0-9]\\.[0-9] GB/s at 2G \\(measured 180\\.0\\), MAPE [0-9]\\.")
+commstack_cli_test(NAME stack_collective_mnnvl_off
+  ARGS collective --cluster gb200-nvl72 --nodes 2 --op allgather -b 1G -e 1G --mnnvl off
+  MATCH "on gb200-nvl72 x 2 nodes; .*16 coll channels \\(ring graph 8 x 24 GB/s\\)")
+commstack_cli_error_test(NAME stack_collective_bad_mnnvl
+  ARGS collective --cluster gb200-nvl72 --nodes 2 --mnnvl sometimes
+  MATCH "commstack: error: --mnnvl: unknown 'sometimes'; expected on or off")
+commstack_cli_error_test(NAME stack_validate_mnnvl_twice
+  ARGS validate --cluster gb200-nvl72 --measured tests/cli/nccl-tests-gb200-2x4-mnnvl0-synthetic.txt@mnnvl=0 --mnnvl off
+  MATCH "commstack: error: --measured .*@mnnvl=0: mnnvl is given both here and as --mnnvl")
