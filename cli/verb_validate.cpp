@@ -119,6 +119,30 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   select::validate(e);
 }
 
+// Why a system may have run NCCL that way without anyone asking (fit::ValidationResult::alternatives).
+std::string alternative_reason(const fit::ValidationResult::Alternative& a, const fit::MeasuredRun& run) {
+  if (a.flag == "--mnnvl off")
+    return fmt::format(
+        "the {} nodes share one NVLink domain on {}, but NCCL uses it only when the fabric and IMEX allow it "
+        "(its log then says 'MNNVL 1'); without it the nodes talk over their NICs",
+        run.nodes, run.cluster_name);
+  if (a.flag == "--nvls off")
+    return "NCCL may have run without NVLink SHARP (it needs the fabric manager's multicast support; "
+           "NCCL_DEBUG=INFO prints 'NVLS multicast support is not available' when it is missing)";
+  return "the run may have reduced in the network switches (SHARP), which the cluster's defaults leave off";
+}
+
+nlohmann::json alternatives_json(const fit::ValidationResult& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : v.alternatives)
+    out.push_back({{"setting", a.flag},
+                   {"nccl", a.nccl_env},
+                   {"largest_size_predicted_busbw_GBps", a.predicted_busbw_GBps},
+                   {"mape_percent", a.mape_percent},
+                   {"mape_ge_1MiB_percent", a.mape_large_percent}});
+  return out;
+}
+
 // The two halves of the "where the error is" line (fit::ErrorSplit).
 std::string latency_side(const fit::ErrorSplit& sp) {
   if (sp.n_latency == 0) return "no latency-bound size";
@@ -212,55 +236,47 @@ void run_validate(const ValidateOptions& o) {
       if (o.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
       rows.push_back(j);
     }
-    nlohmann::json doc{
-        {"measured", run.file},
-        {"cluster", run.cluster_name},
-        {"op", sim::to_string(run.op)},
-        {"nodes", run.nodes},
-        {"gpus_per_node", run.gpus_per_node},
-        {"time_column", run.in_place ? "in-place" : "out-of-place"},
-        {"profile", profile.name},
-        {"nccl_selection", select::to_string(run.knobs.nccl_version)},
-        {"nccl_comm",
-         {{"coll_channels", shape.n_channels},
-          {"ring_graph_channels", shape.ring.n_channels},
-          {"ring_graph_bw_GBps", shape.ring.bw_intra},
-          {"nvls_channels", shape.nvls_support ? shape.nvls_channels : 0}}},
-        {"rows", rows},
-        {"mape_percent", v.mape_percent},
-        {"mape_ge_1MiB_percent", v.mape_large_percent},
-        {"n_ge_1MiB", v.n_large},
-        {"mape_lt_1MiB_percent", v.mape_small_percent},
-        {"n_lt_1MiB", v.n_small},
-        {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
-        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
-        {"below_hardware", v.below_hardware},
-        {"mnnvl_off", v.mnnvl_off ? nlohmann::json{{"what",
-                                                    "the same run predicted with NCCL_MNNVL_ENABLE=0 (nodes "
-                                                    "over their NICs)"},
-                                                   {"largest_size_predicted_busbw_GBps",
-                                                    v.mnnvl_off->predicted_busbw_GBps},
-                                                   {"mape_percent", v.mnnvl_off->mape_percent},
-                                                   {"mape_ge_1MiB_percent", v.mnnvl_off->mape_large_percent}}
-                                  : nlohmann::json(nullptr)},
-        {"nccl_model",
-         {{"what",
-           "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
-           "runs, on the sizes it models"},
-          {"mape_percent", v.nccl_model_mape_percent},
-          {"mape_ge_1MiB_percent", v.nccl_model_mape_large_percent},
-          {"n_ge_1MiB", v.nccl_model_n_large},
-          {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
-          {"n_lt_1MiB", v.nccl_model_n_small}}},
-        {"error_split",
-         {{"latency_bound_sizes", v.split.n_latency},
-          {"latency_bound_max_bytes", v.split.latency_max_bytes},
-          {"latency_excess_us", v.split.latency_excess_us},
-          {"latency_layers_us", v.split.latency_layers_us},
-          {"bandwidth_bound_sizes", v.split.n_bandwidth},
-          {"bandwidth_bound_min_bytes", v.split.bandwidth_min_bytes},
-          {"bandwidth_rate_ratio", v.split.bandwidth_rate_ratio}}},
-        {"notes", run.notes}};
+    nlohmann::json doc{{"measured", run.file},
+                       {"cluster", run.cluster_name},
+                       {"op", sim::to_string(run.op)},
+                       {"nodes", run.nodes},
+                       {"gpus_per_node", run.gpus_per_node},
+                       {"time_column", run.in_place ? "in-place" : "out-of-place"},
+                       {"profile", profile.name},
+                       {"nccl_selection", select::to_string(run.knobs.nccl_version)},
+                       {"nccl_comm",
+                        {{"coll_channels", shape.n_channels},
+                         {"ring_graph_channels", shape.ring.n_channels},
+                         {"ring_graph_bw_GBps", shape.ring.bw_intra},
+                         {"nvls_channels", shape.nvls_support ? shape.nvls_channels : 0}}},
+                       {"rows", rows},
+                       {"mape_percent", v.mape_percent},
+                       {"mape_ge_1MiB_percent", v.mape_large_percent},
+                       {"n_ge_1MiB", v.n_large},
+                       {"mape_lt_1MiB_percent", v.mape_small_percent},
+                       {"n_lt_1MiB", v.n_small},
+                       {"largest_size_measured_busbw_GBps", v.measured_busbw_GBps},
+                       {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
+                       {"below_hardware", v.below_hardware},
+                       {"alternatives", alternatives_json(v)},
+                       {"nccl_model",
+                        {{"what",
+                          "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
+                          "runs, on the sizes it models"},
+                         {"mape_percent", v.nccl_model_mape_percent},
+                         {"mape_ge_1MiB_percent", v.nccl_model_mape_large_percent},
+                         {"n_ge_1MiB", v.nccl_model_n_large},
+                         {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
+                         {"n_lt_1MiB", v.nccl_model_n_small}}},
+                       {"error_split",
+                        {{"latency_bound_sizes", v.split.n_latency},
+                         {"latency_bound_max_bytes", v.split.latency_max_bytes},
+                         {"latency_excess_us", v.split.latency_excess_us},
+                         {"latency_layers_us", v.split.latency_layers_us},
+                         {"bandwidth_bound_sizes", v.split.n_bandwidth},
+                         {"bandwidth_bound_min_bytes", v.split.bandwidth_min_bytes},
+                         {"bandwidth_rate_ratio", v.split.bandwidth_rate_ratio}}},
+                       {"notes", run.notes}};
     fmt::print("{}\n", doc.dump(2));
     return;
   }
@@ -340,15 +356,12 @@ void run_validate(const ValidateOptions& o) {
                "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",
                csv ? "# " : "", format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
                100 * v.measured_busbw_GBps / v.predicted_busbw_GBps, v.predicted_busbw_GBps);
-  if (v.mnnvl_off)
+  for (const auto& a : v.alternatives)
     fmt::print(
-        "# hint: the {} nodes share one NVLink domain on {}, but NCCL uses it only when the fabric and IMEX "
-        "allow it (its log says 'MNNVL 1'); without it the nodes talk over their NICs. Predicted that way "
-        "(--mnnvl off, NCCL_MNNVL_ENABLE=0): {:.1f} GB/s at {} (measured {:.1f}), MAPE {:.2f}% (>=1MiB: "
-        "{:.2f}%) instead of {:.2f}% ({:.2f}%)\n",
-        run.nodes, run.cluster_name, v.mnnvl_off->predicted_busbw_GBps, format_bytes(v.rows.back().bytes),
-        v.measured_busbw_GBps, v.mnnvl_off->mape_percent, v.mnnvl_off->mape_large_percent, v.mape_percent,
-        v.mape_large_percent);
+        "# hint: {} ({}) predicts {:.1f} GB/s at {} (measured {:.1f}) and this run within {:.2f}% at "
+        ">= 1 MiB, where the cluster's defaults are {:.2f}% off: {}\n",
+        a.flag, a.nccl_env, a.predicted_busbw_GBps, format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
+        a.mape_large_percent, v.mape_large_percent, alternative_reason(a, run));
   // The baseline: what NCCL's own tuning model says of the same sizes (unfitted; docs/calibration.md).
   if (v.nccl_model_n_large + v.nccl_model_n_small > 0)
     fmt::print(

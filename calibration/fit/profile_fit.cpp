@@ -694,7 +694,56 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   return run;
 }
 
+namespace {
+
+ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profile, bool explore);
+
+// ValidationResult::alternatives: each setting the run did not already have, predicted, kept when it
+// halves the error at >= 1 MiB.
+std::vector<ValidationResult::Alternative> alternatives_for(const MeasuredRun& run, const Profile& profile,
+                                                            const ValidationResult& base) {
+  const auto& env = run.knobs.env;
+  const bool forced_algo = env.algo.has_value();
+  bool nvls_chosen = false;
+  for (const auto& row : base.rows)
+    nvls_chosen = nvls_chosen || row.prediction.algorithm == "NVLS" || row.prediction.algorithm == "NVLSTree";
+  std::vector<std::pair<MeasuredRun, ValidationResult::Alternative>> candidates;
+  if (run.nodes > 1 && run.cluster.node.nvlink_domain_nodes > 1 && env.mnnvl_enable != 0) {
+    MeasuredRun alt = run;
+    alt.knobs.env.mnnvl_enable = 0;
+    candidates.push_back({alt, {"--mnnvl off", "NCCL_MNNVL_ENABLE=0"}});
+  }
+  if (nvls_chosen && !forced_algo && env.nvls_enable != 0) {
+    MeasuredRun alt = run;
+    alt.knobs.env.nvls_enable = 0;
+    candidates.push_back({alt, {"--nvls off", "NCCL_NVLS_ENABLE=0"}});
+  }
+  if (!run.knobs.collnet && !forced_algo && run.op == sim::CollectiveOp::allreduce && base.comm.n_nodes > 1) {
+    MeasuredRun alt = run;
+    alt.knobs.collnet = true;
+    candidates.push_back({alt, {"--collnet on", "NCCL_COLLNET_ENABLE=1 with a SHARP plugin"}});
+  }
+  std::vector<ValidationResult::Alternative> kept;
+  for (auto& [alt_run, alt] : candidates) {
+    const ValidationResult v = validate_run_once(alt_run, profile, false);
+    if (!(v.mape_large_percent < 0.5 * base.mape_large_percent)) continue;
+    alt.predicted_busbw_GBps = v.predicted_busbw_GBps;
+    alt.mape_percent = v.mape_percent;
+    alt.mape_large_percent = v.mape_large_percent;
+    kept.push_back(alt);
+  }
+  return kept;
+}
+
+}  // namespace
+
 ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
+  return validate_run_once(run, profile, true);
+}
+
+namespace {
+
+ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profile, bool explore) {
   sim::stack::Predictor predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs);
   std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
   ValidationResult out;
@@ -758,14 +807,8 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   const bool bandwidth_bound = lb.fabric_bandwidth_s + lb.transport_s + lb.protocol_s > 0.5 * last.prediction.time_s;
   out.below_hardware =
       bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
-  if (out.below_hardware && run.nodes > 1 && run.cluster.node.nvlink_domain_nodes > 1 &&
-      run.knobs.env.mnnvl_enable != 0) {
-    MeasuredRun per_node = run;
-    per_node.knobs.env.mnnvl_enable = 0;
-    const ValidationResult alt = validate_run(per_node, profile);
-    out.mnnvl_off =
-        ValidationResult::MnnvlOff{alt.predicted_busbw_GBps, alt.mape_large_percent, alt.mape_percent};
-  }
+  if (explore && out.n_large > 0 && (out.below_hardware || out.mape_large_percent > kAlternativeTrigger))
+    out.alternatives = alternatives_for(run, profile, out);
   // The error split by regime: a latency-bound size's error is the fixed-cost layers', a
   // bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
   // Medians, so that one disturbed size does not speak for the regime.
@@ -791,6 +834,8 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
   sp.bandwidth_rate_ratio = median(ratio);
   return out;
 }
+
+}  // namespace
 
 namespace {
 

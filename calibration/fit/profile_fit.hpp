@@ -146,16 +146,24 @@ struct ValidationResult {
   double nccl_model_mape_small_percent = 0;
   int nccl_model_n_large = 0;
   int nccl_model_n_small = 0;
-  // A run flagged below_hardware that spans the nodes of a multi-node NVLink domain (GB200 NVL72):
-  // the same run predicted with NCCL_MNNVL_ENABLE=0, the nodes talking over their NICs, which is
-  // what NCCL does when it cannot use the fabric (no IMEX channel) and the likelier explanation.
-  struct MnnvlOff {
+  // NCCL settings that systems often run with silently and that explain this run at least twice as
+  // well at >= 1 MiB (validate prints them as hints): NVLS off (no fabric-manager multicast),
+  // MNNVL off (no IMEX channel on an NVL72 domain), CollNet on (a SHARP plugin loaded). Looked for
+  // when the run is flagged below_hardware or misses by more than kAlternativeTrigger at >= 1 MiB;
+  // never used for the MAPE.
+  struct Alternative {
+    std::string flag;                 // "--nvls off"
+    std::string nccl_env;             // "NCCL_NVLS_ENABLE=0"
     double predicted_busbw_GBps = 0;  // at the largest size
-    double mape_large_percent = 0;
     double mape_percent = 0;
+    double mape_large_percent = 0;
   };
-  std::optional<MnnvlOff> mnnvl_off;
+  std::vector<Alternative> alternatives;
 };
+
+// A run whose error at >= 1 MiB exceeds this (percent) is also predicted under the settings of
+// ValidationResult::alternatives.
+inline constexpr double kAlternativeTrigger = 15.0;
 
 // A run whose largest message reaches less than this fraction of the predicted bus bandwidth is
 // flagged as far below what its hardware allows (docs/calibration.md).

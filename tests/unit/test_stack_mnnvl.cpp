@@ -139,17 +139,19 @@ TEST_CASE("mnnvl: the log's 'MNNVL 0' communicator line and NCCL_MNNVL_ENABLE ar
 
 TEST_CASE("mnnvl: a run far below an NVL72 domain's NVLink is also predicted over the NICs") {
   // The same NIC-speed log without a communicator line: on the domain's NVLink it is flagged, and
-  // the result carries the prediction with NCCL_MNNVL_ENABLE=0, which fits it.
+  // the result carries the prediction with NCCL_MNNVL_ENABLE=0, which fits it (NVLS off or CollNet on
+  // do not help an all-gather over one NVLink domain).
   const std::string path = write_gb200_log("test_mnnvl_unknown.txt", "");
   const auto run = fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("gb200-nvl72"));
   const auto v = fit::validate_run(run, sim::stack::load_profile("gb200"));
   CHECK(v.below_hardware);
-  REQUIRE(v.mnnvl_off.has_value());
-  CHECK(v.mnnvl_off->mape_percent < 10);
-  CHECK(v.mnnvl_off->mape_percent < v.mape_percent / 3);
-  CHECK(v.mnnvl_off->predicted_busbw_GBps < 200);
+  REQUIRE(v.alternatives.size() == 1);
+  CHECK(v.alternatives[0].flag == "--mnnvl off");
+  CHECK(v.alternatives[0].mape_percent < 10);
+  CHECK(v.alternatives[0].mape_percent < v.mape_percent / 3);
+  CHECK(v.alternatives[0].predicted_busbw_GBps < 200);
   std::remove(path.c_str());
-  // A cluster without a multi-node NVLink domain gets no such prediction (nccl-tests#290: flagged).
+  // nccl-tests#290's 2-node H100 run at a third of its NICs: no setting explains it (it is the system).
   const auto h100 = fit::load_measured_run(
       fit::parse_run_spec(
           std::string(COMMSTACK_SOURCE_DIR) +
@@ -159,5 +161,5 @@ TEST_CASE("mnnvl: a run far below an NVL72 domain's NVLink is also predicted ove
       std::string("dgx-h100"));
   const auto vh = fit::validate_run(h100, sim::stack::load_profile("h100"));
   CHECK(vh.below_hardware);
-  CHECK_FALSE(vh.mnnvl_off.has_value());
+  CHECK(vh.alternatives.empty());
 }
