@@ -57,8 +57,8 @@ TEST_CASE("topo: minimal cluster parses with units and numbers") {
 TEST_CASE("topo: every preset parses, cites sources and builds a validated topology") {
   const auto names = preset_names();
   CHECK(names == std::vector<std::string>{"angara-torus", "dgx-a100", "dgx-h100", "gb200-nvl72",
-                                          "gb300-nvl72", "gh200-slingshot", "hgx-b200", "hgx-b300",
-                                          "hgx-h200"});
+                                          "gb300-nvl72", "gh200-slingshot", "hgx-a800", "hgx-b200",
+                                          "hgx-b300", "hgx-h200", "hgx-h800"});
   for (const auto& name : names) {
     CAPTURE(name);
     const auto spec = load_cluster(name);
@@ -188,17 +188,20 @@ TEST_CASE("presets: the preset for a GPU named in nccl-tests rank lines") {
   CHECK(preset_for_gpu("NVIDIA B300 SXM6 AC").value_or("") == "hgx-b300");
   CHECK(preset_for_gpu("NVIDIA GB300").value_or("") == "gb300-nvl72");
   CHECK(preset_for_gpu("NVIDIA GH200 120GB").value_or("") == "gh200-slingshot");
+  CHECK(preset_for_gpu("NVIDIA H800").value_or("") == "hgx-h800");
+  CHECK(preset_for_gpu("NVIDIA A800-SXM4-80GB").value_or("") == "hgx-a800");
   // Boards the presets do not describe: no guess.
-  for (const char* name : {"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA H800",
-                           "NVIDIA A800-SXM4-80GB", "NVIDIA H20", "NVIDIA H200 NVL", "NVIDIA Graphics Device",
+  for (const char* name : {"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA H800 PCIe",
+                           "NVIDIA A800 80GB PCIe", "NVIDIA H20", "NVIDIA H200 NVL", "NVIDIA Graphics Device",
                            "Tesla V100-SXM2-32GB", ""}) {
     CAPTURE(name);
     CHECK_FALSE(preset_for_gpu(name).has_value());
   }
   // Every answer is a preset that exists and is built around that GPU.
   const auto names = commstack::topologies::preset_names();
-  for (const char* gpu : {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA B200",
-                          "NVIDIA GB200", "NVIDIA B300 SXM6 AC", "NVIDIA GB300"}) {
+  for (const char* gpu :
+       {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200",
+        "NVIDIA B300 SXM6 AC", "NVIDIA GB300", "NVIDIA H800", "NVIDIA A800-SXM4-80GB"}) {
     const auto p = preset_for_gpu(gpu);
     REQUIRE(p.has_value());
     CHECK(std::find(names.begin(), names.end(), *p) != names.end());

@@ -55,8 +55,9 @@ std::optional<std::string> preset_for_gpu(const std::string& gpu_name) {
   for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
   // Boards whose NVLink differs from the SXM / HGX part the presets describe.
-  if (has("pcie") || has("nvl") || has("h800") || has("a800") || has("h20 ") || n.ends_with("h20"))
-    return std::nullopt;
+  if (has("pcie") || has("nvl") || has("h20 ") || n.ends_with("h20")) return std::nullopt;
+  if (has("h800")) return "hgx-h800";
+  if (has("a800")) return "hgx-a800";
   if (has("gb300")) return "gb300-nvl72";
   if (has("gb200")) return "gb200-nvl72";
   if (has("gh200")) return "gh200-slingshot";
