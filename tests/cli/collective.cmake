@@ -103,3 +103,8 @@ commstack_cli_test(NAME collective.pxn_rail_ring_simgrid
 commstack_cli_test(NAME collective.pxn_rail_tree_simgrid
   ARGS collective --profile none --algo tree --cluster tests/cli/cluster-h100-rail-4to1.json --min-bytes 1G --max-bytes 1G
   MATCH "  1073741824     268435456     float     sum      -1   5552.0  193.40  385.28    N/A")
+# --mnnvl off splits an NVL72 domain into its trays for the fabric simulation too: two trays' ring
+# all-gather runs at their 4 x 400 Gb/s NICs (bus bandwidth 200 GB/s at line rate), not on NVLink.
+commstack_cli_test(NAME collective_fabric_mnnvl_off
+  ARGS collective --cluster gb200-nvl72 --nodes 2 --op allgather -b 1G -e 1G --profile none --mnnvl off
+  MATCH "1073741824 +33554432 +float +none +-1 +[0-9.]+ +[0-9.]+ +(19[0-9]|200)\\.[0-9]+ ")
