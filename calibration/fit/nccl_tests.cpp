@@ -1,5 +1,4 @@
 #include "calibration/fit/nccl_tests.hpp"
-#include "calibration/fit/nccl_tests_table_op.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 #include "sim/algorithms/collective.hpp"
@@ -264,6 +264,42 @@ std::pair<int, int> row_like_lines(const std::vector<Line>& lines, std::size_t f
     if (count++ == 0) first_line = lines[i].number;
   }
   return {count, first_line};
+}
+
+// A table pasted without its column header: every row-like line has nccl-tests 2.x's standard 13
+// fields (size count type redop root, then time algbw busbw #wrong out of place and in place), the
+// last one possibly cut short. The index of the first row, or nullopt when any row has another
+// shape (-I's extra columns, the old layout without root): those still need their header.
+std::optional<std::size_t> headerless_standard_table(const std::vector<Line>& lines) {
+  static constexpr std::array<std::string_view, 8> kRedops{"sum", "prod",      "max",    "min",
+                                                           "avg", "premulsum", "mulsum", "none"};
+  auto whole = [](std::string_view t) {
+    std::int64_t v = 0;
+    return to_int64(t, v);
+  };
+  auto wrong = [&](std::string_view t) { return t == "N/A" || whole(t); };
+  std::optional<std::size_t> first;
+  std::size_t short_rows = 0, last_row = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto toks = split_ws(trim(strip_launcher_prefix(lines[i].text)));
+    if (toks.empty() || !whole(toks[0]) || toks.size() < 5 || !nccl_tests_type_bytes(toks[2])) continue;
+    const bool standard = toks.size() == 13 && whole(toks[1]) &&
+                          std::find(kRedops.begin(), kRedops.end(), toks[3]) != kRedops.end() &&
+                          whole(toks[4]) && is_number(toks[5]) && is_number(toks[6]) && is_number(toks[7]) &&
+                          wrong(toks[8]) && is_number(toks[9]) && is_number(toks[10]) &&
+                          is_number(toks[11]) && wrong(toks[12]);
+    if (!standard && toks.size() >= 13) return std::nullopt;
+    if (!standard) ++short_rows;
+    if (!first) first = i;
+    last_row = i;
+  }
+  // Only the last row may be cut short.
+  if (!first || short_rows > 1) return std::nullopt;
+  if (short_rows == 1) {
+    const auto toks = split_ws(trim(strip_launcher_prefix(lines[last_row].text)));
+    if (toks.size() >= 13) return std::nullopt;
+  }
+  return first;
 }
 
 }  // namespace
@@ -524,6 +560,27 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
     }
   };
 
+  // The table's columns from its header's words (or the standard ones of a headerless table).
+  auto begin_table = [&](const std::vector<std::string_view>& header, int line) {
+    int time_groups = 0;
+    redop_at.reset();
+    for (auto tok : header) {
+      Col k;
+      if (!column_kind(tok, k)) unknown_column(header, tok, origin, line);
+      if (k == Col::redop) redop_at = kinds.size();
+      if (k == Col::time) ++time_groups;
+      if (time_groups > 2) fail(origin, line, "column header: more than two time columns");
+      kinds.push_back(k);
+      half.push_back(time_groups);
+      res.columns.emplace_back(tok);
+    }
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+      if (kinds[i] != Col::timestamp && half[i] == 0 && kinds[i] > Col::root)
+        fail(origin, line, fmt::format("column header: '{}' before any time column", res.columns[i]));
+    in_table = true;
+    res.table_first_line = line;
+  };
+
   // Several runs in one text (a job that ran several *_perf binaries): parse the run-th.
   const auto spans = run_spans(lines);
   if (run < 0 || (run > 0 && static_cast<std::size_t>(run) >= spans.size()))
@@ -532,9 +589,25 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
   const std::size_t run_first = spans.empty() ? 0 : spans[static_cast<std::size_t>(run)].first;
   const std::size_t run_last = spans.empty() ? lines.size() : spans[static_cast<std::size_t>(run)].last;
 
+  // No column header anywhere: rows of nccl-tests' standard 13 columns are read as those, with a note.
+  // (A plain index, npos for none: GCC 12 warns of an optional<size_t> read in the loop below.)
+  const std::size_t headerless =
+      spans.empty() ? headerless_standard_table(lines).value_or(std::string::npos) : std::string::npos;
+  if (headerless != std::string::npos)
+    res.notes.push_back(fmt::format(
+        "{}: no column header: the rows (from line {}) have nccl-tests' standard 13 columns and are read as "
+        "size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place",
+        origin, lines[headerless].number));
+
   for (std::size_t li = run_first; li < run_last; ++li) {
     const Line& ln = lines[li];
     if (done) break;
+    if (li == headerless && !in_table) {
+      static const std::vector<std::string_view> kStandardColumns{"size",  "count", "type",  "redop",  "root",
+                                                                  "time",  "algbw", "busbw", "#wrong", "time",
+                                                                  "algbw", "busbw", "#wrong"};
+      begin_table(kStandardColumns, ln.number);
+    }
     std::string restored;  // a header line that lost its '#' (docs/measurement-formats.md)
     std::string_view body = normalized_line(ln.text, restored);
     if (body.empty()) continue;
@@ -565,24 +638,7 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
           half.clear();
           res.columns.clear();
         }
-        int time_groups = 0;
-        const auto header_toks = split_ws(h);
-        redop_at.reset();
-        for (auto tok : header_toks) {
-          Col k;
-          if (!column_kind(tok, k)) unknown_column(header_toks, tok, origin, ln.number);
-          if (k == Col::redop) redop_at = kinds.size();
-          if (k == Col::time) ++time_groups;
-          if (time_groups > 2) fail(origin, ln.number, "column header: more than two time columns");
-          kinds.push_back(k);
-          half.push_back(time_groups);
-          res.columns.emplace_back(tok);
-        }
-        for (std::size_t i = 0; i < kinds.size(); ++i)
-          if (kinds[i] != Col::timestamp && half[i] == 0 && kinds[i] > Col::root)
-            fail(origin, ln.number, fmt::format("column header: '{}' before any time column", res.columns[i]));
-        in_table = true;
-        res.table_first_line = ln.number;
+        begin_table(split_ws(h), ln.number);
         continue;
       }
       if (first_word_is(h, "Rank")) {

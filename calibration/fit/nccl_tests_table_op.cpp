@@ -7,16 +7,16 @@
 #include <string_view>
 
 namespace commstack::fit {
-namespace {
 
-// Bytes per element of nccl-tests' type names (src/common.cu test_typenames).
-std::optional<std::uint64_t> type_bytes(std::string_view t) {
+std::optional<std::uint64_t> nccl_tests_type_bytes(std::string_view t) {
   if (t == "int8" || t == "uint8" || t == "char" || t == "f8e4m3" || t == "f8e5m2") return 1;
   if (t == "half" || t == "bfloat16") return 2;
   if (t == "float" || t == "int32" || t == "uint32" || t == "int") return 4;
   if (t == "double" || t == "int64" || t == "uint64") return 8;
   return std::nullopt;
 }
+
+namespace {
 
 // busbw / algbw of the row with the largest algbw (the best-printed one), when both are printed
 // with at least three significant digits; its relative uncertainty from the two roundings.
@@ -47,7 +47,7 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
   bool reducing = false, rooted = false, redop_seen = false, root_column = false;
   for (const auto& row : r.rows) {
     if (!row.count || *row.count == 0 || row.size_bytes == 0) continue;
-    const auto tb = type_bytes(row.type);
+    const auto tb = nccl_tests_type_bytes(row.type);
     if (!tb) {
       out.reason = fmt::format("type '{}' has no known element size", row.type);
       return out;

@@ -2,12 +2,19 @@
 // The collective an nccl-tests result table was measured with, read from the table itself, for
 // output that names it nowhere else (older nccl-tests print no "Collective test starting" line,
 // and logs pasted into issues lose their file names). Rules in docs/measurement-formats.md.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "calibration/fit/nccl_tests.hpp"
 
 namespace commstack::fit {
+
+// Bytes per element of one of nccl-tests' type names (src/common.cu test_typenames, old and new);
+// nullopt for a word that is not one.
+std::optional<std::uint64_t> nccl_tests_type_bytes(std::string_view type);
 
 struct TableOpInference {
   NcclTestsOp op = NcclTestsOp::unknown;

@@ -542,9 +542,27 @@ TEST_CASE("parse: logs as users paste them: a cut last row, other output in the 
       doctest::Contains("h.txt:1: column header: it ends in 'bu', the start of 'busbw': the line is "
                         "cut short"),
       commstack::InputError);
+  // Rows without their header: nccl-tests 2.x's standard 13 columns are read as those, with a note;
+  // rows of any other shape (the old layout without root, -I's extra columns) still need the header.
   const std::string rows_only = s.substr(s.find("           8"));
+  const auto full = parse_nccl_tests(s, "s.txt");
+  const auto headerless = parse_nccl_tests(rows_only, "r.txt");
+  REQUIRE(headerless.rows.size() == 2);
+  CHECK(headerless.rows[0].size_bytes == 8);
+  CHECK(headerless.rows[1].out_of_place->time_us == doctest::Approx(full.rows[1].out_of_place->time_us));
+  CHECK(headerless.rows[1].in_place->busbw_GBps == full.rows[1].in_place->busbw_GBps);
+  CHECK(headerless.table_first_line == 1);
+  REQUIRE(!headerless.notes.empty());
+  CHECK(
+      headerless.notes[0].find("r.txt: no column header: the rows (from line 1) have nccl-tests' standard 13 "
+                               "columns") != std::string::npos);
+  const std::string old_layout =
+      "           8             2     float     sum    12.11    0.00    0.00  0e+00    11.93    0.00    0.00 "
+      " 0e+00\n"
+      "          16             4     float     sum    12.40    0.00    0.00  0e+00    12.02    0.00    0.00 "
+      " 0e+00\n";
   CHECK_THROWS_WITH_AS(
-      parse_nccl_tests(rows_only, "r.txt"),
+      parse_nccl_tests(old_layout, "r.txt"),
       doctest::Contains("no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') "
                         "found, though 2 line(s) look like result rows (the first at line 1)"),
       commstack::InputError);
