@@ -57,7 +57,7 @@ void run(const ReplayCliOptions& o) {
   ro.scale_dp = static_cast<int>(parse_int(o.scale_dp, "--scale-dp", 1, 1 << 16));
   if (o.channels != "auto") ro.comm.channels = static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
   ro.comm.fidelity = sim::fidelity_from_string(o.fidelity);
-  const auto spec = topologies::load_cluster(o.cluster);
+  auto spec = topologies::load_cluster(o.cluster);
 
   workloads::importers::LoadOptions lo;
   lo.iteration = o.iteration;
@@ -65,6 +65,7 @@ void run(const ReplayCliOptions& o) {
   auto trace = workloads::importers::load_trace(o.trace, lo);
   std::string pp_rule;
   if (scale_pp > 1) trace = sim::replay::scale_pipeline(trace, scale_pp, pp_rule);
+  const std::string mnnvl_rule = sim::replay::apply_traced_mnnvl(trace, spec);
 
   const long long needed = static_cast<long long>(std::max(trace.graph.world, 1)) * ro.scale_dp;
   std::optional<int> nodes;
@@ -89,6 +90,7 @@ void run(const ReplayCliOptions& o) {
 
   sim::Simulator simulator(topo);
   auto result = sim::replay::replay(trace, simulator, ro);
+  if (!mnnvl_rule.empty()) result.assumptions.insert(result.assumptions.begin(), mnnvl_rule);
   if (!pp_rule.empty()) result.assumptions.insert(result.assumptions.begin(), pp_rule);
   const std::string cluster = fmt::format("{} x {} nodes ({} GPUs)", spec.name, topo.nodes, topo.gpu_count());
   if (o.format == "json") fmt::print("{}\n", sim::replay::to_json(trace, result, cluster).dump(2));

@@ -86,6 +86,16 @@ Breakdown breakdown(const workloads::OpGraph& g, int rank, double iteration, con
 // runs on node r / m, GPU r % m, untraced ranks included; when every rank's host is known, hosts in
 // order of their lowest rank become nodes 0, 1, ... and a host's ranks its GPUs in rank order.
 // Replica j runs on the nodes after replica j-1's.
+std::string apply_traced_mnnvl(const workloads::ImportedTrace& trace, topologies::ClusterSpec& spec) {
+  if (trace.multi_node_nvlink.value_or(true) || spec.node.nvlink_domain_nodes <= 1) return "";
+  const int domain = spec.node.nvlink_domain_nodes;
+  spec.node.nvlink_domain_nodes = 1;
+  return fmt::format(
+      "the NCCL log says MNNVL 0: NCCL did not use {}'s multi-node NVLink domains ({} nodes each), so each "
+      "node is its own domain and the nodes talk over their NICs (as NCCL_MNNVL_ENABLE=0)",
+      spec.name, domain);
+}
+
 RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, int gpus_per_node) {
   const int W = std::max(trace.graph.world, 1), K = std::max(scale_dp, 1), gpn = std::max(gpus_per_node, 1);
   const int total = W * K;

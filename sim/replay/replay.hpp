@@ -15,6 +15,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/train/comm_costs.hpp"
 #include "sim/train/scheduler.hpp"
+#include "topologies/cluster.hpp"
 #include "workloads/compute/compute_model.hpp"
 #include "workloads/importers/imported_trace.hpp"
 
@@ -80,6 +81,12 @@ struct RankPlacement {
 RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, int gpus_per_node);
 
 ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const ReplayOptions& options);
+
+// NCCL's word on a multi-node NVLink domain (ImportedTrace::multi_node_nvlink): a trace that ran
+// without one (its log says MNNVL 0: no IMEX channel, NCCL_MNNVL_ENABLE=0) on a cluster whose nodes
+// share NVLink domains is replayed with each node its own domain, the nodes over their NICs, as NCCL
+// ran it. Changes `spec` and returns the assumption to report; "" when nothing changes.
+std::string apply_traced_mnnvl(const workloads::ImportedTrace& trace, topologies::ClusterSpec& spec);
 
 // Deterministic JSON (ordered keys) of the result; `cluster` names the target.
 nlohmann::ordered_json to_json(const workloads::ImportedTrace& trace, const ReplayResult& r, const std::string& cluster);

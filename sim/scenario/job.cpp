@@ -265,7 +265,10 @@ nlohmann::ordered_json run_replay_job(const PreparedJob& job) {
   out["breakdown_s"] = {{"compute", result.replayed.compute_s},
                         {"exposed_comm", result.replayed.exposed_comm_s},
                         {"idle", result.replayed.idle_s}};
-  out["notes"] = result.assumptions;
+  // The job's own notes (the cluster as the trace ran it) before the replay's assumptions.
+  std::vector<std::string> notes = job.notes;
+  notes.insert(notes.end(), result.assumptions.begin(), result.assumptions.end());
+  out["notes"] = notes;
   out["replay"] = sim::replay::to_json(*r.trace, result, job.label_cluster);
   return out;
 }
@@ -363,6 +366,8 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
     if (!(cp.is_string() && cp.get<std::string>() == "traced"))
       target = pick_compute_profile(cp, p.cluster, at.at("compute_profile"));
     p.replay = prepare_replay(job, at, target);
+    if (const std::string rule = sim::replay::apply_traced_mnnvl(*p.replay->trace, p.cluster); !rule.empty())
+      p.notes.push_back(rule);
     const int world = replay_world(*p.replay);
     const json& n = job.at("nodes");
     const int gpn = std::max(p.cluster.node.gpus, 1);

@@ -65,3 +65,8 @@ commstack_cli_error_test(NAME replay.scale_pp_kineto
 commstack_cli_error_test(NAME replay.scale_pp_zero
   ARGS replay --trace ${replay_samples}/kineto-hta-nccl-2gpu --cluster dgx-a100 --scale-pp 0
   MATCH "--scale-pp: 0 is out of range")
+# A synthetic NCCL log of two GB200 trays whose communicator says MNNVL 0: replayed over the NICs,
+# and the report says so.
+commstack_cli_test(NAME replay.nccl_log_mnnvl0
+  ARGS replay --trace tests/cli/nccl-log-gb200-2tray-mnnvl0-synthetic.log --cluster gb200-nvl72
+  MATCH "the NCCL log says MNNVL 0: NCCL did not use gb200-nvl72's multi-node NVLink domains")

@@ -158,3 +158,52 @@ TEST_CASE("replay: the nodes a placement needs: one per host, at least enough fo
       sim::replay::place_ranks(one_host, 1, 1),
       doctest::Contains("host h of the trace runs 2 ranks, but the cluster's nodes have 1 GPUs"), InputError);
 }
+
+namespace {
+// Two GB200 trays' ranks whose NCCL (2.19+) printed its communicator line with `mnnvl`.
+std::string write_two_tray_log(const std::string& path, int mnnvl) {
+  std::ofstream out(path);
+  for (int r = 0; r < 2; ++r)
+    out << (r == 0 ? "trayA" : "trayB") << ":" << 100 + r << ":" << 100 + r << " [0] NCCL INFO comm 0x" << r
+        << " rank " << r << " nRanks 2 nNodes " << (mnnvl ? 1 : 2) << " localRanks " << (mnnvl ? 2 : 1)
+        << " localRank " << (mnnvl ? r : 0) << " MNNVL " << mnnvl << "\n";
+  for (int r = 0; r < 2; ++r)
+    out << (r == 0 ? "trayA" : "trayB") << ":" << 100 + r << ":" << 100 + r
+        << " [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 16777216 datatype 7 op 0 "
+           "root 0 "
+           "comm 0x"
+        << r << " [nranks=2] stream 0x3\n";
+  return path;
+}
+}  // namespace
+
+TEST_CASE("replay: an NCCL log that says MNNVL 0 runs between NVL72 trays over their NICs") {
+  const auto path = write_two_tray_log("test_replay_mnnvl0.log", 0);
+  const auto t = importers::load_trace(path);
+  std::remove(path.c_str());
+  REQUIRE(t.multi_node_nvlink.has_value());
+  CHECK_FALSE(*t.multi_node_nvlink);
+  // The global ranks come from the 2.19+ "nRanks" init lines: no guess is reported.
+  for (const auto& w : t.warnings) CHECK(w.find("init lines") == std::string::npos);
+  auto spec = topologies::load_cluster("gb200-nvl72");
+  const std::string rule = sim::replay::apply_traced_mnnvl(t, spec);
+  CHECK(spec.node.nvlink_domain_nodes == 1);
+  CHECK(rule.find("the NCCL log says MNNVL 0: NCCL did not use gb200-nvl72's multi-node NVLink domains (18 "
+                  "nodes each)") == 0);
+  // Nothing to change on a cluster without such domains, or when NCCL used the fabric.
+  auto a100 = topologies::load_cluster("dgx-a100");
+  CHECK(sim::replay::apply_traced_mnnvl(t, a100).empty());
+  const auto used_path = write_two_tray_log("test_replay_mnnvl1.log", 1);
+  const auto used = importers::load_trace(used_path);
+  std::remove(used_path.c_str());
+  CHECK(used.multi_node_nvlink == std::optional<bool>(true));
+  auto gb = topologies::load_cluster("gb200-nvl72");
+  CHECK(sim::replay::apply_traced_mnnvl(used, gb).empty());
+  CHECK(gb.node.nvlink_domain_nodes == 18);
+  // Replayed as NCCL ran it: the 64 MiB all-reduce between the two trays leaves through one
+  // 400 Gb/s NIC per GPU (a 2-rank ring sends the whole buffer), where NVLink moves 900 GB/s.
+  const auto topo = topologies::build_topology(spec, 2);
+  sim::Simulator s(topo);
+  const auto r = sim::replay::replay(t, s, {});
+  CHECK(r.replayed_s > kAllReduceBytes / 50e9);
+}

@@ -17,6 +17,7 @@
 // - traced_start_s: per op id, the traced start relative to the rank's iteration start, so
 //   reports can draw the traced timeline next to the replayed one.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct ImportedTrace {
   // The host each traced rank ran on, where the format says (NCCL logs: "host:pid:tid [dev]"); the
   // replay puts each host on its own node. Empty when unknown.
   std::map<int, std::string> rank_host;
+  // Whether NCCL used a multi-node NVLink domain, where the trace says (NCCL logs: the MNNVL field
+  // of "comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0"; 1 on any line counts).
+  // Unset when unknown.
+  std::optional<bool> multi_node_nvlink;
 };
 
 }  // namespace commstack::workloads

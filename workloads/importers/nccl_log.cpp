@@ -52,7 +52,11 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
   t.iteration = "whole log";
   static const std::regex coll(
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount (\w+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) op \d+ root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
-  static const std::regex init(R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) nranks (\d+))");
+  // "comm 0x.. rank 0 nranks 16 cudaDev 0 ... Init COMPLETE", and since NCCL 2.19 also "comm 0x.. rank 0
+  // nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0".
+  static const std::regex init(
+      R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) n[rR]anks (\d+))");
+  static const std::regex mnnvl(R"( MNNVL (\d+))");
   std::vector<Line> lines;
   std::map<std::pair<std::string, std::string>, CommInit> inits;  // (process, comm) -> rank, nranks
   long long unparsed = 0;
@@ -94,6 +98,8 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
           continue;
         }
         inits[{m[1].str() + ":" + m[2].str() + ":" + m[3].str(), m[4].str()}] = ci;
+        if (std::smatch mm; std::regex_search(text, mm, mnnvl))
+          t.multi_node_nvlink = t.multi_node_nvlink.value_or(false) || mm[1].str() != "0";
       } else if (text.find("opCount") != std::string::npos) {
         ++unparsed;
       }
