@@ -596,9 +596,9 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
       spec.knobs.env.mnnvl_enable == select::NcclEnv{}.mnnvl_enable && run.knobs.env.mnnvl_enable != 0) {
     run.knobs.env.mnnvl_enable = 0;
     run.notes.push_back(fmt::format(
-        "{}:{}: NCCL printed MNNVL 0{}: it did not use cluster {}'s multi-node NVLink domain (no IMEX "
-        "channel, "
-        "or NCCL_MNNVL_ENABLE=0), so the nodes talk over their NICs, as --mnnvl off / mnnvl=0 predict",
+        "{}:{}: NCCL printed MNNVL 0{}: it did not use cluster {}'s multi-node NVLink domain "
+        "(no IMEX channel, or NCCL_MNNVL_ENABLE=0), so the nodes talk over their NICs, as --mnnvl off / "
+        "mnnvl=0 predict",
         spec.file, log.comm_line, log.comm_nodes ? fmt::format(" with nNodes {}", *log.comm_nodes) : "",
         run.cluster_name));
   }
@@ -834,10 +834,6 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
   sp.bandwidth_rate_ratio = median(ratio);
   return out;
 }
-
-}  // namespace
-
-namespace {
 
 struct FitPoint {
   std::size_t run;
