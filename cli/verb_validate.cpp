@@ -121,14 +121,19 @@ void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
 
 // Why a system may have run NCCL that way without anyone asking (fit::ValidationResult::alternatives).
 std::string alternative_reason(const fit::ValidationResult::Alternative& a, const fit::MeasuredRun& run) {
-  if (a.flag == "--mnnvl off")
-    return fmt::format(
-        "the {} nodes share one NVLink domain on {}, but NCCL uses it only when the fabric and IMEX allow it "
-        "(its log then says 'MNNVL 1'); without it the nodes talk over their NICs",
-        run.nodes, run.cluster_name);
-  if (a.flag == "--nvls off")
-    return "NCCL may have run without NVLink SHARP (it needs the fabric manager's multicast support; "
-           "NCCL_DEBUG=INFO prints 'NVLS multicast support is not available' when it is missing)";
+  using Setting = fit::ValidationResult::Alternative::Setting;
+  switch (a.setting) {
+    case Setting::mnnvl_off:
+      return fmt::format(
+          "the {} nodes share one NVLink domain on {}, but NCCL uses it only when the fabric and IMEX allow "
+          "it "
+          "(its log then says 'MNNVL 1'); without it the nodes talk over their NICs",
+          run.nodes, run.cluster_name);
+    case Setting::nvls_off:
+      return "NCCL may have run without NVLink SHARP (it needs the fabric manager's multicast support; "
+             "NCCL_DEBUG=INFO prints 'NVLS multicast support is not available' when it is missing)";
+    case Setting::collnet_on: break;
+  }
   return "the run may have reduced in the network switches (SHARP), which the cluster's defaults leave off";
 }
 

@@ -707,21 +707,23 @@ std::vector<ValidationResult::Alternative> alternatives_for(const MeasuredRun& r
   bool nvls_chosen = false;
   for (const auto& row : base.rows)
     nvls_chosen = nvls_chosen || row.prediction.algorithm == "NVLS" || row.prediction.algorithm == "NVLSTree";
+  using Setting = ValidationResult::Alternative::Setting;
   std::vector<std::pair<MeasuredRun, ValidationResult::Alternative>> candidates;
   if (run.nodes > 1 && run.cluster.node.nvlink_domain_nodes > 1 && env.mnnvl_enable != 0) {
     MeasuredRun alt = run;
     alt.knobs.env.mnnvl_enable = 0;
-    candidates.push_back({alt, {"--mnnvl off", "NCCL_MNNVL_ENABLE=0"}});
+    candidates.push_back({alt, {Setting::mnnvl_off, "--mnnvl off", "NCCL_MNNVL_ENABLE=0"}});
   }
   if (nvls_chosen && !forced_algo && env.nvls_enable != 0) {
     MeasuredRun alt = run;
     alt.knobs.env.nvls_enable = 0;
-    candidates.push_back({alt, {"--nvls off", "NCCL_NVLS_ENABLE=0"}});
+    candidates.push_back({alt, {Setting::nvls_off, "--nvls off", "NCCL_NVLS_ENABLE=0"}});
   }
   if (!run.knobs.collnet && !forced_algo && run.op == sim::CollectiveOp::allreduce && base.comm.n_nodes > 1) {
     MeasuredRun alt = run;
     alt.knobs.collnet = true;
-    candidates.push_back({alt, {"--collnet on", "NCCL_COLLNET_ENABLE=1 with a SHARP plugin"}});
+    candidates.push_back(
+        {alt, {Setting::collnet_on, "--collnet on", "NCCL_COLLNET_ENABLE=1 with a SHARP plugin"}});
   }
   std::vector<ValidationResult::Alternative> kept;
   for (auto& [alt_run, alt] : candidates) {

@@ -152,6 +152,7 @@ struct ValidationResult {
   // when the run is flagged below_hardware or misses by more than kAlternativeTrigger at >= 1 MiB;
   // never used for the MAPE.
   struct Alternative {
+    enum class Setting { mnnvl_off, nvls_off, collnet_on } setting = Setting::mnnvl_off;
     std::string flag;                 // "--nvls off"
     std::string nccl_env;             // "NCCL_NVLS_ENABLE=0"
     double predicted_busbw_GBps = 0;  // at the largest size

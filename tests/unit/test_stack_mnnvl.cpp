@@ -146,6 +146,7 @@ TEST_CASE("mnnvl: a run far below an NVL72 domain's NVLink is also predicted ove
   const auto v = fit::validate_run(run, sim::stack::load_profile("gb200"));
   CHECK(v.below_hardware);
   REQUIRE(v.alternatives.size() == 1);
+  CHECK(v.alternatives[0].setting == fit::ValidationResult::Alternative::Setting::mnnvl_off);
   CHECK(v.alternatives[0].flag == "--mnnvl off");
   CHECK(v.alternatives[0].mape_percent < 10);
   CHECK(v.alternatives[0].mape_percent < v.mape_percent / 3);
