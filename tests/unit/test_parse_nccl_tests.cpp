@@ -566,6 +566,13 @@ TEST_CASE("parse: logs as users paste them: a cut last row, other output in the 
       doctest::Contains("no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') "
                         "found, though 2 line(s) look like result rows (the first at line 1)"),
       commstack::InputError);
+  // -I's four extra columns per half (min, max, p99, cv): 21 fields, not read without the header.
+  const std::string extra_columns =
+      "           8             2     float     sum      -1    12.11    0.00    0.00      0   11.2   13.0   "
+      "13.0   "
+      "2.1    11.93    0.00    0.00      0   11.1   12.9   12.9   2.0\n";
+  CHECK_THROWS_WITH_AS(parse_nccl_tests(extra_columns, "x.txt"),
+                       doctest::Contains("no nccl-tests column header"), commstack::InputError);
 }
 
 TEST_CASE("parse: a file name's op that the table's columns rule out is not used") {
