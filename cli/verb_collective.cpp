@@ -180,7 +180,6 @@ void run(const CollectiveOptions& o) {
     if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
     if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
     if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
-    if (!mnnvl) knobs.env.mnnvl_enable = 0;
     if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
     if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
     if (!o.nccl_version.empty())

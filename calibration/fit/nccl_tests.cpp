@@ -279,7 +279,7 @@ std::optional<std::size_t> headerless_standard_table(const std::vector<Line>& li
   };
   auto wrong = [&](std::string_view t) { return t == "N/A" || whole(t); };
   std::optional<std::size_t> first;
-  std::size_t short_rows = 0, last_row = 0;
+  std::size_t short_rows = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto toks = split_ws(trim(strip_launcher_prefix(lines[i].text)));
     if (toks.empty() || !whole(toks[0]) || toks.size() < 5 || !nccl_tests_type_bytes(toks[2])) continue;
@@ -289,16 +289,11 @@ std::optional<std::size_t> headerless_standard_table(const std::vector<Line>& li
                           wrong(toks[8]) && is_number(toks[9]) && is_number(toks[10]) &&
                           is_number(toks[11]) && wrong(toks[12]);
     if (!standard && toks.size() >= 13) return std::nullopt;
-    if (!standard) ++short_rows;
+    if (!standard) ++short_rows;  // fewer than 13 fields: a row cut short
     if (!first) first = i;
-    last_row = i;
   }
-  // Only the last row may be cut short.
-  if (!first || short_rows > 1) return std::nullopt;
-  if (short_rows == 1) {
-    const auto toks = split_ws(trim(strip_launcher_prefix(lines[last_row].text)));
-    if (toks.size() >= 13) return std::nullopt;
-  }
+  // One row may be cut short (the table reader then requires it to be the last).
+  if (short_rows > 1) return std::nullopt;
   return first;
 }
 
@@ -400,11 +395,10 @@ void note_comm_from_info(std::string_view body, int line, NcclTestsResult& res) 
   const auto toks = split_ws(body);
   std::optional<int> mnnvl, nodes;
   for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    int v = 0;
-    const auto [ptr, ec] = std::from_chars(toks[i + 1].data(), toks[i + 1].data() + toks[i + 1].size(), v);
-    if (ec != std::errc{} || ptr != toks[i + 1].data() + toks[i + 1].size() || v < 0) continue;
-    if (toks[i] == "MNNVL" && v <= 1) mnnvl = v;
-    if (toks[i] == "nNodes" && v >= 1) nodes = v;
+    std::int64_t v = 0;
+    if (!to_int64(toks[i + 1], v)) continue;
+    if (toks[i] == "MNNVL" && (v == 0 || v == 1)) mnnvl = static_cast<int>(v);
+    if (toks[i] == "nNodes" && v >= 1 && v <= (1 << 24)) nodes = static_cast<int>(v);
   }
   if (!mnnvl) return;
   res.comm_mnnvl = mnnvl;

@@ -81,11 +81,6 @@ Breakdown breakdown(const workloads::OpGraph& g, int rank, double iteration, con
 
 }  // namespace
 
-// The GPU of each of the W x K ranks (K: scale-dp replicas), from the hosts the trace names. When
-// every host holds m ranks in a block (ranks k m .. k m + m - 1, as launchers lay them out), rank r
-// runs on node r / m, GPU r % m, untraced ranks included; when every rank's host is known, hosts in
-// order of their lowest rank become nodes 0, 1, ... and a host's ranks its GPUs in rank order.
-// Replica j runs on the nodes after replica j-1's.
 std::string apply_traced_mnnvl(const workloads::ImportedTrace& trace, topologies::ClusterSpec& spec) {
   if (trace.multi_node_nvlink.value_or(true) || spec.node.nvlink_domain_nodes <= 1) return "";
   const int domain = spec.node.nvlink_domain_nodes;
@@ -96,6 +91,11 @@ std::string apply_traced_mnnvl(const workloads::ImportedTrace& trace, topologies
       spec.name, domain);
 }
 
+// The GPU of each of the W x K ranks (K: scale-dp replicas), from the hosts the trace names. When
+// every host holds m ranks in a block (ranks k m .. k m + m - 1, as launchers lay them out), rank r
+// runs on node r / m, GPU r % m, untraced ranks included; when every rank's host is known, hosts in
+// order of their lowest rank become nodes 0, 1, ... and a host's ranks its GPUs in rank order.
+// Replica j runs on the nodes after replica j-1's.
 RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, int gpus_per_node) {
   const int W = std::max(trace.graph.world, 1), K = std::max(scale_dp, 1), gpn = std::max(gpus_per_node, 1);
   const int total = W * K;
