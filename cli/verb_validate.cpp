@@ -148,6 +148,19 @@ nlohmann::json alternatives_json(const fit::ValidationResult& v) {
   return out;
 }
 
+nlohmann::json other_choices_json(const fit::ValidationResult& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : v.other_choices)
+    out.push_back({{"min_bytes", c.min_bytes},
+                   {"max_bytes", c.max_bytes},
+                   {"sizes", c.sizes},
+                   {"modelled_choice", c.modelled},
+                   {"modelled_mape_percent", c.modelled_mape_percent},
+                   {"matching_choice", c.other},
+                   {"matching_mape_percent", c.other_mape_percent}});
+  return out;
+}
+
 // The two halves of the "where the error is" line (fit::ErrorSplit).
 std::string latency_side(const fit::ErrorSplit& sp) {
   if (sp.n_latency == 0) return "no latency-bound size";
@@ -264,6 +277,7 @@ void run_validate(const ValidateOptions& o) {
                        {"largest_size_predicted_busbw_GBps", v.predicted_busbw_GBps},
                        {"below_hardware", v.below_hardware},
                        {"alternatives", alternatives_json(v)},
+                       {"other_choices", other_choices_json(v)},
                        {"nccl_model",
                         {{"what",
                           "NCCL's own time estimate (ncclTopoGetAlgoTime) for the algorithm and protocol it "
@@ -367,6 +381,16 @@ void run_validate(const ValidateOptions& o) {
         ">= 1 MiB, where the cluster's defaults are {:.2f}% off: {}\n",
         a.flag, a.nccl_env, a.predicted_busbw_GBps, format_bytes(v.rows.back().bytes), v.measured_busbw_GBps,
         a.mape_large_percent, v.mape_large_percent, alternative_reason(a, run));
+  for (const auto& c : v.other_choices)
+    fmt::print(
+        "# choice: from {} to {} ({} sizes) the measured times follow {} (within {:.1f}% on average) where "
+        "the "
+        "modelled choice ({}) is {:.1f}% off: NCCL probably ran {} there (an NCCL_ALGO / NCCL_PROTO setting, "
+        "or a "
+        "topology that rules out the modelled one); the TUNING lines of an NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=TUNING log of the run say, and validate uses them\n",
+        format_bytes(c.min_bytes), format_bytes(c.max_bytes), c.sizes, c.other, c.other_mape_percent,
+        c.modelled, c.modelled_mape_percent, c.other);
   // The baseline: what NCCL's own tuning model says of the same sizes (unfitted; docs/calibration.md).
   if (v.nccl_model_n_large + v.nccl_model_n_small > 0)
     fmt::print(

@@ -737,6 +737,100 @@ std::vector<ValidationResult::Alternative> alternatives_for(const MeasuredRun& r
   return kept;
 }
 
+// ValidationResult::other_choices. Each pair NCCL could run is predicted with NCCL_ALGO /
+// NCCL_PROTO forced to it (the channels NCCL would give it); a pair the communicator does not allow
+// is skipped.
+std::vector<ValidationResult::OtherChoice> other_choices_for(const MeasuredRun& run, const Profile& profile,
+                                                             const ValidationResult& base) {
+  std::vector<ValidationResult::OtherChoice> found;
+  const auto& env = run.knobs.env;
+  if (!run.logged_choices.empty() || (env.algo && env.proto)) return found;
+  if (base.rows.empty() || base.rows.front().prediction.algorithm == "P2P" ||
+      base.rows.front().prediction.algorithm == "Local")
+    return found;
+  std::vector<std::unique_ptr<sim::stack::Predictor>> pairs;
+  std::vector<std::string> names;
+  for (select::Algo algo : select::kAllAlgos) {
+    if (env.algo && select::to_string(algo) != *env.algo) continue;
+    for (select::Proto proto : select::kAllProtos) {
+      if (env.proto && select::to_string(proto) != *env.proto) continue;
+      sim::stack::Knobs k = run.knobs;
+      k.env.algo = select::to_string(algo);
+      k.env.proto = select::to_string(proto);
+      try {
+        auto p = std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, k);
+        const auto c = p->choose(run.op, base.rows.front().bytes);
+        if (c.algo != algo || c.proto != proto) continue;  // NCCL would not run it: it fell back
+        pairs.push_back(std::move(p));
+        names.push_back(fmt::format("{}/{}", select::to_string(algo), select::to_string(proto)));
+      } catch (const InputError&) {
+        continue;
+      }
+    }
+  }
+  // Per size (in size order): the best other pair, where the modelled choice misses.
+  std::vector<std::size_t> order(base.rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return base.rows[a].bytes < base.rows[b].bytes; });
+  struct Hit {
+    std::size_t row = 0;
+    int pair = -1;
+    double error = 0;
+  };
+  std::vector<Hit> hits;
+  for (std::size_t i : order) {
+    const auto& row = base.rows[i];
+    Hit h{i, -1, 0};
+    const std::string chosen = row.prediction.algorithm + "/" + select::to_string(row.prediction.proto);
+    if (std::fabs(row.error_percent) > kOtherChoiceTrigger) {
+      for (std::size_t k = 0; k < pairs.size(); ++k) {
+        if (names[k] == chosen) continue;
+        sim::stack::Predictor::Choice c;
+        try {
+          c = pairs[k]->choose(run.op, row.bytes);
+        } catch (const InputError&) {
+          continue;
+        }
+        if (fmt::format("{}/{}", select::to_string(c.algo), select::to_string(c.proto)) != names[k]) continue;
+        const double us = pairs[k]->evaluate(c, profile).time_s * 1e6;
+        const double err = 100.0 * std::fabs(us - row.measured_us) / row.measured_us;
+        if (err <= kOtherChoiceMatch && err <= 0.5 * std::fabs(row.error_percent) &&
+            (h.pair < 0 || err < h.error))
+          h = Hit{i, static_cast<int>(k), err};
+      }
+    }
+    hits.push_back(h);
+  }
+  // Runs of consecutive sizes with the same other pair.
+  for (std::size_t a = 0; a < hits.size();) {
+    std::size_t b = a;
+    while (b < hits.size() && hits[a].pair >= 0 && hits[b].pair == hits[a].pair) ++b;
+    if (hits[a].pair < 0) {
+      ++a;
+      continue;
+    }
+    if (static_cast<int>(b - a) >= kOtherChoiceMinSizes) {
+      ValidationResult::OtherChoice oc;
+      const auto& first = base.rows[hits[a].row];
+      oc.min_bytes = first.bytes;
+      oc.max_bytes = base.rows[hits[b - 1].row].bytes;
+      oc.sizes = static_cast<int>(b - a);
+      oc.other = names[static_cast<std::size_t>(hits[a].pair)];
+      for (std::size_t k = a; k < b; ++k) {
+        const auto& r = base.rows[hits[k].row];
+        const std::string m = r.prediction.algorithm + "/" + select::to_string(r.prediction.proto);
+        if (oc.modelled.find(m) == std::string::npos) oc.modelled += (oc.modelled.empty() ? "" : ", ") + m;
+        oc.modelled_mape_percent += std::fabs(base.rows[hits[k].row].error_percent) / oc.sizes;
+        oc.other_mape_percent += hits[k].error / oc.sizes;
+      }
+      found.push_back(oc);
+    }
+    a = b;
+  }
+  return found;
+}
+
 }  // namespace
 
 ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
@@ -811,6 +905,8 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
   if (explore && out.n_large > 0 && (out.below_hardware || out.mape_large_percent > kAlternativeTrigger))
     out.alternatives = alternatives_for(run, profile, out);
+  // A run far below its hardware is slow everywhere; some slow pair would match it by chance.
+  if (explore && !out.below_hardware) out.other_choices = other_choices_for(run, profile, out);
   // The error split by regime: a latency-bound size's error is the fixed-cost layers', a
   // bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
   // Medians, so that one disturbed size does not speak for the regime.

@@ -160,7 +160,28 @@ struct ValidationResult {
     double mape_large_percent = 0;
   };
   std::vector<Alternative> alternatives;
+  // Sizes where the measured time follows another algorithm / protocol than the one NCCL's modelled
+  // selection picks: consecutive sizes (at least kOtherChoiceMinSizes) that the modelled choice
+  // misses by more than kOtherChoiceTrigger and that one other pair the communicator allows predicts
+  // within kOtherChoiceMatch, at most half the error. Where NCCL's choice is logged (TUNING lines) or
+  // forced (algo= and proto=) nothing is looked for. Never used for the MAPE.
+  struct OtherChoice {
+    std::uint64_t min_bytes = 0, max_bytes = 0;
+    int sizes = 0;
+    std::string modelled;              // the modelled choices over these sizes: "Ring/LL, Ring/LL128"
+    std::string other;                 // "Ring/Simple"
+    double modelled_mape_percent = 0;  // over these sizes
+    double other_mape_percent = 0;
+  };
+  std::vector<OtherChoice> other_choices;
 };
+
+// ValidationResult::other_choices: a size counts when the modelled choice is off by more than this
+// (percent), another pair is within kOtherChoiceMatch and at most half as far off, over this many
+// consecutive sizes.
+inline constexpr double kOtherChoiceTrigger = 25.0;
+inline constexpr double kOtherChoiceMatch = 10.0;
+inline constexpr int kOtherChoiceMinSizes = 2;
 
 // A run whose error at >= 1 MiB exceeds this (percent) is also predicted under the settings of
 // ValidationResult::alternatives.

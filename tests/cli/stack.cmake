@@ -216,3 +216,12 @@ commstack_cli_error_test(NAME stack_collective_bad_mnnvl
 commstack_cli_error_test(NAME stack_validate_mnnvl_twice
   ARGS validate --cluster gb200-nvl72 --measured tests/cli/nccl-tests-gb200-2x4-mnnvl0-synthetic.txt@mnnvl=0 --mnnvl off
   MATCH "commstack: error: --measured .*@mnnvl=0: mnnvl is given both here and as --mnnvl")
+# Consecutive sizes that another algorithm / protocol explains where the modelled one misses
+# (fit::ValidationResult::other_choices): the Vultr 2-node reduce-scatter's 80 us plateau from
+# 256 KiB to 1 MiB is Ring/Simple's latency; text and JSON.
+commstack_cli_test(NAME stack_validate_other_choice
+  ARGS validate --cluster hgx-b200 --measured calibration/data/nccl-tests/nccl-tests_reduce_scatter_b200_2n8g_vultr-poc.txt --nodes 2 --gpus-per-node 8
+  MATCH "# choice: from 256K to 1M \\(3 sizes\\) the measured times follow Ring/Simple \\(within [0-9]\\.[0-9]% on average\\) where the modelled choice \\(Ring/LL, Ring/LL128\\) is 4[0-9]\\.[0-9]% off: NCCL probably ran Ring/Simple there")
+commstack_cli_test(NAME stack_validate_other_choice_json
+  ARGS validate --cluster hgx-b200 --measured calibration/data/nccl-tests/nccl-tests_reduce_scatter_b200_2n8g_vultr-poc.txt --nodes 2 --gpus-per-node 8 --format json
+  MATCH "\"other_choices\": \\[\n *\\{\n *\"matching_choice\": \"Ring/Simple\",\n *\"matching_mape_percent\": [0-9.]+,\n *\"max_bytes\": 1048576,\n *\"min_bytes\": 262144,")
