@@ -748,82 +748,88 @@ std::vector<ValidationResult::OtherChoice> other_choices_for(const MeasuredRun& 
   if (base.rows.empty() || base.rows.front().prediction.algorithm == "P2P" ||
       base.rows.front().prediction.algorithm == "Local")
     return found;
-  std::vector<std::unique_ptr<sim::stack::Predictor>> pairs;
-  std::vector<std::string> names;
-  for (select::Algo algo : select::kAllAlgos) {
-    if (env.algo && select::to_string(algo) != *env.algo) continue;
-    for (select::Proto proto : select::kAllProtos) {
-      if (env.proto && select::to_string(proto) != *env.proto) continue;
-      sim::stack::Knobs k = run.knobs;
-      k.env.algo = select::to_string(algo);
-      k.env.proto = select::to_string(proto);
-      try {
-        auto p = std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, k);
-        const auto c = p->choose(run.op, base.rows.front().bytes);
-        if (c.algo != algo || c.proto != proto) continue;  // NCCL would not run it: it fell back
-        pairs.push_back(std::move(p));
-        names.push_back(fmt::format("{}/{}", select::to_string(algo), select::to_string(proto)));
-      } catch (const InputError&) {
-        continue;
-      }
-    }
-  }
-  // Per size (in size order): the best other pair, where the modelled choice misses.
+  const auto name_of = [](const std::string& algorithm, select::Proto proto) {
+    return algorithm + "/" + select::to_string(proto);
+  };
+  const auto missed = [](const ValidationRow& row) {
+    return std::fabs(row.error_percent) > kOtherChoiceTrigger;
+  };
+  if (std::count_if(base.rows.begin(), base.rows.end(), missed) < kOtherChoiceMinSizes) return found;
+  // Rows in size order, each with the other pair that predicts it best where the modelled choice
+  // misses it.
   std::vector<std::size_t> order(base.rows.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return base.rows[a].bytes < base.rows[b].bytes; });
   struct Hit {
     std::size_t row = 0;
-    int pair = -1;
+    std::string pair;  // empty: none
     double error = 0;
   };
   std::vector<Hit> hits;
-  for (std::size_t i : order) {
-    const auto& row = base.rows[i];
-    Hit h{i, -1, 0};
-    const std::string chosen = row.prediction.algorithm + "/" + select::to_string(row.prediction.proto);
-    if (std::fabs(row.error_percent) > kOtherChoiceTrigger) {
-      for (std::size_t k = 0; k < pairs.size(); ++k) {
-        if (names[k] == chosen) continue;
-        sim::stack::Predictor::Choice c;
-        try {
-          c = pairs[k]->choose(run.op, row.bytes);
-        } catch (const InputError&) {
-          continue;
-        }
-        if (fmt::format("{}/{}", select::to_string(c.algo), select::to_string(c.proto)) != names[k]) continue;
-        const double us = pairs[k]->evaluate(c, profile).time_s * 1e6;
-        const double err = 100.0 * std::fabs(us - row.measured_us) / row.measured_us;
-        if (err <= kOtherChoiceMatch && err <= 0.5 * std::fabs(row.error_percent) &&
-            (h.pair < 0 || err < h.error))
-          h = Hit{i, static_cast<int>(k), err};
+  for (std::size_t i : order) hits.push_back(Hit{i, "", 0});
+  // One predictor at a time (a large communicator's topology is not small) per pair NCCL could be
+  // told to run. What the run itself set stays: its NCCL_ALGO when only the protocol is tried, its
+  // NCCL_PROTO when only the algorithm is.
+  const auto try_pair = [&](std::optional<select::Algo> algo, std::optional<select::Proto> proto) {
+    sim::stack::Knobs k = run.knobs;
+    if (algo) k.env.algo = select::to_string(*algo);
+    if (proto) k.env.proto = select::to_string(*proto);
+    std::optional<sim::stack::Predictor> predictor;
+    try {
+      predictor.emplace(run.cluster, run.nodes, run.gpus_per_node, k);
+    } catch (const InputError&) {
+      return;  // a pair the communicator does not allow (NVLS on a preset without NVSwitch multicast)
+    }
+    for (auto& h : hits) {
+      const auto& row = base.rows[h.row];
+      if (!missed(row)) continue;
+      sim::stack::Predictor::Choice c;
+      try {
+        c = predictor->choose(run.op, row.bytes);
+      } catch (const InputError&) {
+        continue;
+      }
+      const std::string name = name_of(c.algorithm, c.proto);
+      if (name == name_of(row.prediction.algorithm, row.prediction.proto)) continue;
+      const double us = predictor->evaluate(c, profile).time_s * 1e6;
+      const double err = 100.0 * std::fabs(us - row.measured_us) / row.measured_us;
+      if (err <= kOtherChoiceMatch && err <= 0.5 * std::fabs(row.error_percent) &&
+          (h.pair.empty() || err < h.error)) {
+        h.pair = name;
+        h.error = err;
       }
     }
-    hits.push_back(h);
-  }
-  // Runs of consecutive sizes with the same other pair.
-  for (std::size_t a = 0; a < hits.size();) {
-    std::size_t b = a;
-    while (b < hits.size() && hits[a].pair >= 0 && hits[b].pair == hits[a].pair) ++b;
-    if (hits[a].pair < 0) {
-      ++a;
+  };
+  for (select::Algo algo : select::kAllAlgos) {
+    if (env.algo) break;
+    if (env.proto) {
+      try_pair(algo, std::nullopt);
       continue;
     }
-    if (static_cast<int>(b - a) >= kOtherChoiceMinSizes) {
+    for (select::Proto proto : select::kAllProtos) try_pair(algo, proto);
+  }
+  if (env.algo)
+    for (select::Proto proto : select::kAllProtos) try_pair(std::nullopt, proto);
+  // Runs of consecutive sizes with the same other pair.
+  for (std::size_t a = 0; a < hits.size();) {
+    std::size_t b = a + 1;
+    while (b < hits.size() && !hits[a].pair.empty() && hits[b].pair == hits[a].pair) ++b;
+    if (!hits[a].pair.empty() && static_cast<int>(b - a) >= kOtherChoiceMinSizes) {
       ValidationResult::OtherChoice oc;
-      const auto& first = base.rows[hits[a].row];
-      oc.min_bytes = first.bytes;
+      oc.min_bytes = base.rows[hits[a].row].bytes;
       oc.max_bytes = base.rows[hits[b - 1].row].bytes;
       oc.sizes = static_cast<int>(b - a);
-      oc.other = names[static_cast<std::size_t>(hits[a].pair)];
+      oc.other = hits[a].pair;
+      std::vector<std::string> modelled;
       for (std::size_t k = a; k < b; ++k) {
         const auto& r = base.rows[hits[k].row];
-        const std::string m = r.prediction.algorithm + "/" + select::to_string(r.prediction.proto);
-        if (oc.modelled.find(m) == std::string::npos) oc.modelled += (oc.modelled.empty() ? "" : ", ") + m;
-        oc.modelled_mape_percent += std::fabs(base.rows[hits[k].row].error_percent) / oc.sizes;
+        const std::string m = name_of(r.prediction.algorithm, r.prediction.proto);
+        if (std::find(modelled.begin(), modelled.end(), m) == modelled.end()) modelled.push_back(m);
+        oc.modelled_mape_percent += std::fabs(r.error_percent) / oc.sizes;
         oc.other_mape_percent += hits[k].error / oc.sizes;
       }
+      oc.modelled = fmt::format("{}", fmt::join(modelled, ", "));
       found.push_back(oc);
     }
     a = b;

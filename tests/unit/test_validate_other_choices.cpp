@@ -58,6 +58,13 @@ TEST_CASE("other choices: sizes that follow Ring/Simple where the model picks Ri
   CHECK(c.modelled.find("Ring/LL") == 0);
   CHECK(c.other_mape_percent == doctest::Approx(0).epsilon(1e-9));  // the very pair that made the times
   CHECK(c.modelled_mape_percent > fit::kOtherChoiceTrigger);
+  // With NCCL_ALGO set by the run, only the protocol is looked for, and found the same.
+  auto algo_set = run;
+  algo_set.knobs.env.algo = "ring";
+  const auto va = fit::validate_run(algo_set, profile);
+  REQUIRE(va.other_choices.size() == 1);
+  CHECK(va.other_choices[0].other == "Ring/Simple");
+  CHECK(va.other_choices[0].min_bytes == (256u << 10));
   // The diagnosis is never part of the error.
   double sum = 0;
   for (const auto& r : v.rows) sum += std::fabs(r.error_percent);
