@@ -99,6 +99,10 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
   # published tables: sizes whose printed busbw is too coarse to use (validate's "# note: ... dropped")
   dropped=$(grep -c '^# note: .*dropped size' "$tmp/in.csv" || true)
   [[ $dropped -gt 0 ]] && note="${note:+$note; }$dropped sizes dropped: printed value uncertain by > 1%"
+  # validate's "# choice:" lines (docs/calibration.md): sizes another algorithm / protocol explains
+  while IFS= read -r choice; do
+    note="${note:+$note; }$choice"
+  done < <(sed -nE 's/^# choice: from ([^ ]+) to ([^ ]+) \(([0-9]+) sizes\) the measured times follow ([^ ]+) .*/\1 - \2 follow \4 (validate: # choice)/p' "$out/$id.csv")
   read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
   read -r _ _ iml inl ims ins < <(mape_of "$tmp/in.csv")
   read -r nml nnl nms nns < <(nccl_mape_of "$out/$id.csv")
@@ -150,7 +154,10 @@ The two columns before the note split the out-of-sample error by regime (validat
 error is` line, docs/calibration.md "Where the error is"): over the latency-bound sizes, the median
 of measured - predicted in us (the launch and latency layers' error); over the bandwidth-bound
 sizes, the median rate the run reached as a fraction of the modeled one (the fabric, transport and
-protocol layers' error; 1 = as modeled). The two "NCCL's own model" columns are the baseline:
+protocol layers' error; 1 = as modeled). The note names sizes whose times follow another
+algorithm / protocol than the modelled choice (validate's `# choice:` line, docs/calibration.md
+"Which algorithm and protocol the run followed": the selection layer's error; a diagnosis, never
+used for the MAPE). The two "NCCL's own model" columns are the baseline:
 NCCL's own time estimate (ncclTopoGetAlgoTime with NCCL 2.28.9's constants, for the algorithm and
 protocol it runs; validate's `nccl_model_us` column) against the same measured points. It is
 unfitted, so it is out-of-sample by construction; NCCL has no model of alltoall and sendrecv ("-").
