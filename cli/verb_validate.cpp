@@ -383,12 +383,10 @@ void run_validate(const ValidateOptions& o) {
         a.mape_large_percent, v.mape_large_percent, alternative_reason(a, run));
   for (const auto& c : v.other_choices)
     fmt::print(
-        "# choice: from {} to {} ({} sizes) the measured times follow {} (within {:.1f}% on average) where "
-        "the "
-        "modelled choice ({}) is {:.1f}% off: NCCL probably ran {} there (an NCCL_ALGO / NCCL_PROTO setting, "
-        "or a "
-        "topology that rules out the modelled one); the TUNING lines of an NCCL_DEBUG=INFO "
-        "NCCL_DEBUG_SUBSYS=TUNING log of the run say, and validate uses them\n",
+        "# choice: from {} to {} ({} sizes) the measured times follow {} (within {:.1f}% on average) "
+        "where the modelled choice ({}) is {:.1f}% off: NCCL probably ran {} there (an NCCL_ALGO / "
+        "NCCL_PROTO setting, or a topology that rules out the modelled one); the TUNING lines of an "
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING log of the run say, and validate uses them\n",
         format_bytes(c.min_bytes), format_bytes(c.max_bytes), c.sizes, c.other, c.other_mape_percent,
         c.modelled, c.modelled_mape_percent, c.other);
   // The baseline: what NCCL's own tuning model says of the same sizes (unfitted; docs/calibration.md).

@@ -737,6 +737,15 @@ std::vector<ValidationResult::Alternative> alternatives_for(const MeasuredRun& r
   return kept;
 }
 
+// The rows' indices from the smallest size to the largest (a log may list sizes in any order).
+std::vector<std::size_t> size_order(const std::vector<ValidationRow>& rows) {
+  std::vector<std::size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rows[a].bytes < rows[b].bytes; });
+  return order;
+}
+
 // ValidationResult::other_choices. Each pair NCCL could run is predicted with NCCL_ALGO /
 // NCCL_PROTO forced to it (the channels NCCL would give it); a pair the communicator does not allow
 // is skipped.
@@ -757,17 +766,13 @@ std::vector<ValidationResult::OtherChoice> other_choices_for(const MeasuredRun& 
   if (std::count_if(base.rows.begin(), base.rows.end(), missed) < kOtherChoiceMinSizes) return found;
   // Rows in size order, each with the other pair that predicts it best where the modelled choice
   // misses it.
-  std::vector<std::size_t> order(base.rows.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return base.rows[a].bytes < base.rows[b].bytes; });
   struct Hit {
     std::size_t row = 0;
     std::string pair;  // empty: none
     double error = 0;
   };
   std::vector<Hit> hits;
-  for (std::size_t i : order) hits.push_back(Hit{i, "", 0});
+  for (std::size_t i : size_order(base.rows)) hits.push_back(Hit{i, "", 0});
   // One predictor at a time (a large communicator's topology is not small) per pair NCCL could be
   // told to run. What the run itself set stays: its NCCL_ALGO when only the protocol is tried, its
   // NCCL_PROTO when only the algorithm is.
@@ -801,20 +806,20 @@ std::vector<ValidationResult::OtherChoice> other_choices_for(const MeasuredRun& 
       }
     }
   };
-  for (select::Algo algo : select::kAllAlgos) {
-    if (env.algo) break;
-    if (env.proto) {
-      try_pair(algo, std::nullopt);
-      continue;
-    }
-    for (select::Proto proto : select::kAllProtos) try_pair(algo, proto);
-  }
-  if (env.algo)
+  if (env.algo) {
     for (select::Proto proto : select::kAllProtos) try_pair(std::nullopt, proto);
+  } else {
+    for (select::Algo algo : select::kAllAlgos) {
+      if (env.proto)
+        try_pair(algo, std::nullopt);
+      else
+        for (select::Proto proto : select::kAllProtos) try_pair(algo, proto);
+    }
+  }
   // Runs of consecutive sizes with the same other pair.
   for (std::size_t a = 0; a < hits.size();) {
     std::size_t b = a + 1;
-    while (b < hits.size() && !hits[a].pair.empty() && hits[b].pair == hits[a].pair) ++b;
+    while (b < hits.size() && hits[b].pair == hits[a].pair) ++b;
     if (!hits[a].pair.empty() && static_cast<int>(b - a) >= kOtherChoiceMinSizes) {
       ValidationResult::OtherChoice oc;
       oc.min_bytes = base.rows[hits[a].row].bytes;
@@ -875,10 +880,7 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
     out.rows.push_back(row);
   }
   // Disturbed points: compare each size with the next larger one of the sweep.
-  std::vector<std::size_t> order(out.rows.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return out.rows[a].bytes < out.rows[b].bytes; });
+  const std::vector<std::size_t> order = size_order(out.rows);
   for (std::size_t k = 0; k + 1 < order.size(); ++k) {
     auto& row = out.rows[order[k]];
     const auto& next = out.rows[order[k + 1]];
