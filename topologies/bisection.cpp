@@ -3,7 +3,9 @@
 // GCC 12 reports -Wmaybe-uninitialized inside Boost 1.74's adj_list_edge_iterator (an optional it
 // fills before use) when instantiated for the flow graph; a false positive in a system header that
 // -isystem does not silence because the instantiation is ours. Scoped to this file only.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (and warns about the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
 

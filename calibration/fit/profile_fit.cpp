@@ -151,7 +151,11 @@ namespace {
 void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun& run) {
   auto& env = run.knobs.env;
   const select::NcclEnv unset;
-  for (const auto& [name, setting] : log.env) {
+  for (const auto& entry : log.env) {
+    // Named references rather than a structured binding: the lambda below captures them, which
+    // clang accepts only from version 16 (C++20 P1091).
+    const auto& name = entry.first;
+    const auto& setting = entry.second;
     const std::string where = setting.line > 0
                                   ? fmt::format("{}:{}: {}={}", spec.file, setting.line, name, setting.value)
                                   : fmt::format("{}: env {}={}", spec.file, name, setting.value);
@@ -287,7 +291,7 @@ sim::stack::Predictor::Choice choose_for_run(
     const MeasuredRun& run, const sim::stack::Predictor& predictor, std::uint64_t bytes,
     std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>>& forced,
     std::optional<std::string>* model) {
-  const auto modelled = predictor.choose(run.op, bytes);
+  auto modelled = predictor.choose(run.op, bytes);  // not const: returned by move
   const auto it = run.logged_choices.find(bytes);
   if (it == run.logged_choices.end()) return modelled;
   const auto& logged = it->second;

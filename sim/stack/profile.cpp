@@ -6,14 +6,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
 #include "sim/select/tuning_constants.hpp"
+#include "sim/stack/embedded_profiles.hpp"
 
 namespace commstack::sim::stack {
 namespace {
@@ -257,6 +260,17 @@ Profile profile_from_json(const json& doc, const std::string& origin) {
 }
 
 namespace {
+// A profile's JSON text; errors name `origin` (a path, or a shipped profile's name).
+Profile profile_from_text(std::string_view text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("profile {}: malformed JSON: {}", origin, e.what()));
+  }
+  return profile_from_json(doc, origin);
+}
+
 std::vector<std::filesystem::path> profile_dirs() {
   std::vector<std::filesystem::path> dirs;
   if (const char* env = std::getenv("COMMSTACK_PROFILE_DIR")) dirs.emplace_back(env);
@@ -269,35 +283,38 @@ std::vector<std::filesystem::path> profile_dirs() {
   }
   return dirs;
 }
+
+// A shipped profile by name: a calibration/profiles directory on disk first (so a refit is used
+// without rebuilding), then the copy compiled into the binary (so one built or installed anywhere
+// still has them). Empty when neither has it.
+std::optional<Profile> shipped_profile(const std::string& name) {
+  for (const auto& d : profile_dirs()) {
+    auto candidate = d / (name + ".json");
+    if (std::filesystem::is_regular_file(candidate)) return load_profile(candidate.string());
+  }
+  for (const auto& [stem, text] : embedded_profile_files())
+    if (stem == name)
+      return profile_from_text(text, fmt::format("calibration/profiles/{}.json, built in", name));
+  return std::nullopt;
+}
+
 }  // namespace
 
 Profile load_profile(const std::string& name_or_path) {
-  std::filesystem::path path(name_or_path);
+  const std::filesystem::path path(name_or_path);
   const bool bare = name_or_path.find('/') == std::string::npos && path.extension() != ".json";
   if (bare) {
-    bool found = false;
-    for (const auto& d : profile_dirs()) {
-      auto candidate = d / (name_or_path + ".json");
-      if (std::filesystem::is_regular_file(candidate)) {
-        path = candidate;
-        found = true;
-        break;
-      }
-    }
-    if (!found)
-      throw InputError(fmt::format("--profile {}: no such file, and no shipped profile of that name in "
-                                   "calibration/profiles (known: a100, h100, b200, gh200, gb200)",
-                                   name_or_path));
+    if (auto p = shipped_profile(name_or_path)) return *p;
+    std::string known;
+    for (const auto& [stem, text] : embedded_profile_files())
+      known += fmt::format("{}{}", known.empty() ? "" : ", ", stem);
+    throw InputError(fmt::format(
+        "--profile {}: no such file, and no shipped profile of that name (known: {})", name_or_path, known));
   }
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("profile {}: cannot open file", name_or_path));
-  json doc;
-  try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("profile {}: malformed JSON: {}", name_or_path, e.what()));
-  }
-  return profile_from_json(doc, name_or_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return profile_from_text(text, name_or_path);
 }
 
 void save_profile(const Profile& p, const std::string& path) {
@@ -306,18 +323,6 @@ void save_profile(const Profile& p, const std::string& path) {
   out << profile_to_json(p).dump(2) << "\n";
   if (!out) throw InputError(fmt::format("--output {}: write failed", path));
 }
-
-namespace {
-
-std::optional<Profile> shipped_profile(const std::string& name) {
-  for (const auto& d : profile_dirs()) {
-    auto candidate = d / (name + ".json");
-    if (std::filesystem::is_regular_file(candidate)) return load_profile(candidate.string());
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 Profile default_profile(int sm) {
   const char* name = sm == 80 ? "a100" : sm == 90 ? "h100" : sm == 100 ? "b200" : nullptr;

@@ -95,8 +95,9 @@ int sm_of_gpu_model(const std::string& model);
 nlohmann::json profile_to_json(const Profile& p);
 // Validates every field (units, ranges, unknown keys); errors name `origin` and the JSON path.
 Profile profile_from_json(const nlohmann::json& doc, const std::string& origin);
-// A path to a JSON profile, or a shipped name ("a100", "h100", "b200", "gh200", "gb200") looked up
-// in calibration/profiles/ next to the source tree.
+// A path to a JSON profile, or a shipped name ("a100", "h100", "b200", "gh200", "gb200"): looked up
+// in a calibration/profiles directory ($COMMSTACK_PROFILE_DIR, the working directory's, the one
+// next to the binary), then in the copy compiled into the binary.
 Profile load_profile(const std::string& name_or_path);
 void save_profile(const Profile& p, const std::string& path);
 // The shipped profile for a generation, or prior_profile(sm) when none is shipped.

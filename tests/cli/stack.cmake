@@ -225,3 +225,8 @@ commstack_cli_test(NAME stack_validate_other_choice
 commstack_cli_test(NAME stack_validate_other_choice_json
   ARGS validate --cluster hgx-b200 --measured calibration/data/nccl-tests/nccl-tests_reduce_scatter_b200_2n8g_vultr-poc.txt --nodes 2 --gpus-per-node 8 --format json
   MATCH "\"other_choices\": \\[\n *\\{\n *\"matching_choice\": \"Ring/Simple\",\n *\"matching_mape_percent\": [0-9.]+,\n *\"max_bytes\": 1048576,\n *\"min_bytes\": 262144,")
+# A binary built or installed outside the source tree predicts with the compiled-in shipped profiles.
+add_test(NAME cli.stack_relocated_binary_uses_builtin_profiles
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/relocated_binary.sh $<TARGET_FILE:commstack> ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli.stack_relocated_binary_uses_builtin_profiles PROPERTIES PASS_REGULAR_EXPRESSION "^ok")

@@ -73,7 +73,7 @@ TEST_CASE("node from topo XML: a dump's NVLink links into NVSwitches give the li
   CHECK(node.at("nvswitch") == true);
   CHECK(node.at("gpu_link_bandwidth") == "450GB/s");  // 18 x 25 GB/s per direction
   CHECK(node.at("pcie_bandwidth") == "64GB/s");       // Gen5 x16
-  CHECK(node.at("nics").at("gpus") == nlohmann::json::array({0}));
+  CHECK(node.at("nics").at("gpus") == nlohmann::ordered_json::array({0}));
   CHECK(node.at("nics").at("bandwidth") == "400Gbps");
   CHECK_NOTHROW(topologies::parse_cluster(plain(doc), "h200.xml"));
 }

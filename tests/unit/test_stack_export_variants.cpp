@@ -15,8 +15,12 @@ using sim::stack::Predictor;
 
 TEST_CASE("export variants: H800 and A800 nodes are bounded by 8 NVLinks, 200 GB/s per direction") {
   const double bytes = 8.0 * (1u << 30);
-  for (const auto& [preset, die, profile] :
+  for (const auto& row :
        {std::tuple{"hgx-h800", "dgx-h100", "h100"}, std::tuple{"hgx-a800", "dgx-a100", "a100"}}) {
+    // std::get rather than a structured binding: CAPTURE's lambda cannot capture one before clang 16.
+    const char* preset = std::get<0>(row);
+    const char* die = std::get<1>(row);
+    const char* profile = std::get<2>(row);
     CAPTURE(preset);
     const auto spec = topologies::load_cluster(preset);
     const auto prof = sim::stack::default_profile_for_gpu(spec.node.gpu_model);

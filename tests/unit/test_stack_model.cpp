@@ -403,8 +403,10 @@ TEST_CASE(
   sim::stack::Knobs knobs;
   knobs.env.algo = "nvls";
   Predictor pr(spec, 1, 8, knobs);
-  for (const auto& [bytes, fraction] : {std::pair{1ull << 30, 1.0 / 64}, std::pair{512ull << 20, 1.0 / 64},
-                                        std::pair{8ull << 20, 1.0 / 2}}) {
+  for (const auto& point :
+       {std::pair{1ull << 30, 1.0 / 64}, std::pair{512ull << 20, 1.0 / 64}, std::pair{8ull << 20, 1.0 / 2}}) {
+    const auto bytes = point.first;  // not a structured binding: CAPTURE's lambda (clang < 16)
+    const double fraction = point.second;
     CAPTURE(bytes);
     const auto p = pr.predict(CollectiveOp::allreduce, bytes, prof);
     CHECK(p.algorithm == "NVLS");

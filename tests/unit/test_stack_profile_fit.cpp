@@ -15,6 +15,7 @@
 #include "calibration/fit/profile_fit.hpp"
 #include "calibration/fit/validation_plot.hpp"
 #include "common/error.hpp"
+#include "sim/stack/embedded_profiles.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
 
@@ -524,6 +525,24 @@ TEST_CASE("stack: a cluster's default profile is its system's where one is shipp
   // Each one predicts its cluster's generation.
   CHECK(sim::stack::default_profile_for_gpu("GB200").sm == 100);
   CHECK(sim::stack::default_profile_for_gpu("GH200").sm == 90);
+}
+
+TEST_CASE("stack: the profiles compiled into the binary are calibration/profiles/*.json byte for byte") {
+  // cmake/embed_json_files.cmake cuts each file into string literals of at most 30000 characters
+  // (the 60 KB profiles need two or three) and joins them again: nothing may be lost or added.
+  std::vector<std::string> names;
+  for (const auto& entry : sim::stack::embedded_profile_files()) {
+    const std::string name(entry.first);
+    CAPTURE(name);
+    names.push_back(name);
+    std::ifstream in(std::string(COMMSTACK_SOURCE_DIR) + "/calibration/profiles/" + name + ".json",
+                     std::ios::binary);
+    REQUIRE(in);
+    const std::string disk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(entry.second.size() == disk.size());
+    CHECK(entry.second == disk);
+  }
+  CHECK(names == std::vector<std::string>{"a100", "b200", "gb200", "gh200", "h100"});
 }
 
 TEST_CASE(

@@ -83,7 +83,7 @@ TEST_CASE("sweep: point ids depend on the overrides only, not on position, axis 
 TEST_CASE("sweep: array elements and pointer paths") {
   const auto spec = parse(std::string("{") + kBase + R"(, "grid": {"list.1": [30, 40]}})");
   const auto points = expand(spec);
-  CHECK(apply_point(spec, points[1])["list"] == ojson::parse("[10, 40]"));
+  CHECK(apply_point(spec, points[1])["list"] == nlohmann::json::parse("[10, 40]"));
   CHECK(to_pointer("a.b.0", "x").to_string() == "/a/b/0");
   CHECK(to_pointer("/a.b/c", "x").to_string() == "/a.b/c");
 }

@@ -61,7 +61,9 @@ TEST_CASE("topo: dgx-h100 switch counts follow the SuperPOD RA table") {
   // [S26]: 2 SU 16/8; 4 SU 32/16; 8 SU 64/32 (2 tiers); 16 SU 128/128/64; 64 SU 512/512/256.
   const std::map<int, std::array<int, 3>> table = {
       {64, {16, 8, 0}}, {128, {32, 16, 0}}, {256, {64, 32, 0}}, {512, {128, 128, 64}}, {2048, {512, 512, 256}}};
-  for (const auto& [nodes, counts] : table) {
+  for (const auto& row : table) {
+    const int nodes = row.first;  // not a structured binding: CAPTURE's lambda (clang < 16)
+    const auto& counts = row.second;
     CAPTURE(nodes);
     const auto t = build_topology(load_cluster("dgx-h100"), nodes);
     CHECK(fabric_switches(t, 1) == counts[0]);

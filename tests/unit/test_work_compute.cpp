@@ -78,8 +78,10 @@ TEST_CASE("work: compute profile parser checks ranges, provenance and unknown fi
 }
 
 TEST_CASE("work: the calibrated built-in profiles are the ones the reproductions fitted, with the same peaks") {
-  for (const auto& [name, file] : {std::pair{"a100-80gb", "results/megatron-sc21-table1/a100-fitted.json"},
-                                   std::pair{"h100-sxm5", "results/nemo-24.07-h100/h100-fitted.json"}}) {
+  for (const auto& row : {std::pair{"a100-80gb", "results/megatron-sc21-table1/a100-fitted.json"},
+                          std::pair{"h100-sxm5", "results/nemo-24.07-h100/h100-fitted.json"}}) {
+    const char* name = row.first;  // not a structured binding: CAPTURE's lambda (clang < 16)
+    const char* file = row.second;
     CAPTURE(name);
     const ComputeProfile b = builtin_compute_profile(name);
     const ComputeProfile f = load_compute_profile_file(std::string(COMMSTACK_SOURCE_DIR) + "/" + file);

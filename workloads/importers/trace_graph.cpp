@@ -117,7 +117,11 @@ OpGraph TraceGraphBuilder::finish(std::vector<double>& traced_start_s, std::vect
   // Collective instances: the n-th call of each rank on a process group.
   using Key = std::pair<std::string, std::vector<int>>;
   std::map<Key, std::map<int, std::vector<int>>> calls;  // group -> rank -> local op indices in order
-  for (auto& [r, rb] : ranks_) {
+  for (auto& entry : ranks_) {
+    // Named references, not a structured binding: the sort's lambda uses rb, and clang accepts a
+    // lambda capturing a structured binding only from version 16.
+    const int r = entry.first;
+    const RankBuilder& rb = entry.second;
     std::vector<int> coll;
     for (std::size_t i = 0; i < rb.ops_.size(); ++i) {
       if (rb.ops_[i].op.kind == OpKind::collective) coll.push_back(static_cast<int>(i));

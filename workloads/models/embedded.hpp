@@ -1,5 +1,5 @@
 #pragma once
-// The model zoo JSON files, compiled in by CMake (workloads/models/embed.cmake generates the
+// The model zoo JSON files, compiled in by CMake (cmake/embed_json_files.cmake generates the
 // definition) so the binary works from any directory.
 #include <string_view>
 #include <utility>

@@ -10,6 +10,13 @@
 
 #include <nccl.h>
 
+// The event descriptors are C structs declared inside anonymous unions, as NCCL declares them (the
+// layout is the ABI); clang's -Wpedantic calls that an extension in C++, GCC does not warn.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnested-anon-types"
+#endif
+
 extern "C" {
 
 // NCCL's logger callback (level and subsystem flags, then printf-style text).
@@ -121,3 +128,7 @@ typedef struct {
 } ncclProfiler_v5_t;
 
 }  // extern "C"
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
