@@ -163,7 +163,10 @@ protocol it runs; validate's `nccl_model_us` column) against the same measured p
 unfitted, so it is out-of-sample by construction; NCCL has no model of alltoall and sendrecv ("-").
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; docs/stack-model.md
-"What the data says about the model" says run by run which layer is still off.
+"What the data says about the model" says run by run which layer is still off. capacity.md
+(`bash results/validation/capacity.sh`) fits each run alone: which misses the layers' form cannot
+follow even then (a mechanism is missing) and which it follows once the parameters are that
+cluster's (the clusters of one generation differ; in-sample, not a prediction).
 
 MD
   # Which fitted runs meet the target, and the means (computed from the table below).
