@@ -166,7 +166,8 @@ Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; 
 "What the data says about the model" says run by run which layer is still off. capacity.md
 (`bash results/validation/capacity.sh`) fits each run alone: which misses the layers' form cannot
 follow even then (a mechanism is missing) and which it follows once the parameters are that
-cluster's (the clusters of one generation differ; in-sample, not a prediction).
+cluster's (the clusters of one generation differ; in-sample, not a prediction). same-site.md
+(`bash results/validation/same_site.sh`) predicts each run of a site from the site's other runs.
 
 MD
   # Which fitted runs meet the target, and the means (computed from the table below).
