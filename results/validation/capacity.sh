@@ -25,8 +25,6 @@ mkdir -p "$out"
 # shellcheck source=results/validation/mape.sh
 source results/validation/mape.sh
 
-# leave-one-out cells of run.sh's summary for the same run ("-" when the summary lacks it)
-loo_of() { awk -F'|' -v id="$1" '$2 ~ "^ "id" $" { gsub(/^ +| +$/, "", $5); gsub(/^ +| +$/, "", $6); print $5 "\t" $6 }' "$here/summary.md"; }
 meets() {  # MAPE_large N_large MAPE_small N_small -> "yes" / "no" against issue #3's targets
   awk -v l="$1" -v nl="$2" -v s="$3" -v ns="$4" 'BEGIN { print ((nl == 0 || l <= 5) && (ns == 0 || s <= 10)) ? "yes" : "no" }'
 }

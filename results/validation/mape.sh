@@ -1,6 +1,9 @@
-# Shared by run.sh and scale.sh (sourced): read and print validate's MAPE line.
+# Shared by run.sh, scale.sh, capacity.sh and same_site.sh (sourced): read and print validate's MAPE line.
 # mape_of CSV -> "all n_all large n_large small n_small" from validate's "# MAPE ..." line.
 mape_of() { grep '^# MAPE' "$1" | sed -E 's/# MAPE ([0-9.]+)% over ([0-9]+) sizes \(>=1MiB: ([0-9.]+)% over ([0-9]+); <1MiB: ([0-9.]+)% over ([0-9]+)\)/\1 \2 \3 \4 \5 \6/'; }
+# loo_of ID -> "LARGE<tab>SMALL": the leave-one-out MAPE cells of run.sh's summary.md for the run
+# (empty when the summary lacks it). Used by scale.sh, capacity.sh and same_site.sh.
+loo_of() { awk -F'|' -v id="$1" '$2 ~ "^ "id" $" { gsub(/^ +| +$/, "", $5); gsub(/^ +| +$/, "", $6); print $5 "\t" $6 }' results/validation/summary.md; }
 # fmt_mape MAPE N -> "MAPE (N)", or "-" when no size was in the range.
 fmt_mape() { [[ $2 == 0 ]] && echo "-" || echo "$1 ($2)"; }
 # split_of CSV -> "LAT<tab>BW": validate's "# where the error is" line as two table cells, the median

@@ -25,10 +25,8 @@ sites=(
   "nccl-tests#309 gjaion H100 2x8 (default and NCCL_ALGO=Ring)|issue309-gjaion"
   "nccl#1801 GB200 NVL72 partitions (3x4, 3x8; Ring and Tree)|issue1801$"
 )
-loo_of() { awk -F'|' -v id="$1" '$2 ~ "^ "id" $" { gsub(/^ +| +$/, "", $5); gsub(/^ +| +$/, "", $6); print $5 "\t" $6 }' "$here/summary.md"; }
-spec_args() {  # run id -> "--input FILE@...,cluster=X"
-  grep -v '^#' $here/runs.tsv | awk -F'\t' -v id="$1" '$1 == id {
-    sep = index($4, "@") ? "," : "@"; print "--input\t'"$data"'/" $4 sep "cluster=" $3 }'
+run_of() {  # run id -> "cluster<tab>spec" (runs.tsv's third and fourth columns)
+  grep -v '^#' $here/runs.tsv | awk -F'\t' -v id="$1" '$1 == id { print $3 "\t" $4 }'
 }
 
 {
@@ -50,15 +48,13 @@ for entry in "${sites[@]}"; do
     args=()
     for other in "${ids[@]}"; do
       [[ $other == "$id" ]] && continue
-      IFS=$'\t' read -r flag value < <(spec_args "$other")
-      args+=("$flag" "$value")
+      IFS=$'\t' read -r cl spec < <(run_of "$other")
+      sep='@'; [[ $spec == *@* ]] && sep=','
+      args+=(--input "$data/$spec${sep}cluster=$cl")
     done
     "$exe" calibrate "${args[@]}" --name "$id-same-site" --output "$tmp/site.json" >/dev/null
-    IFS=$'\t' read -r _ value < <(spec_args "$id")
-    measured=${value%,cluster=*}
-    measured=${measured%@cluster=*}
-    cluster=${value##*cluster=}
-    "$exe" validate --cluster "$cluster" --measured "$measured" --profile "$tmp/site.json" --format csv >"$tmp/site.csv"
+    IFS=$'\t' read -r cl spec < <(run_of "$id")
+    "$exe" validate --cluster "$cl" --measured "$data/$spec" --profile "$tmp/site.json" --format csv >"$tmp/site.csv"
     read -r _ _ ml nl ms ns < <(mape_of "$tmp/site.csv")
     IFS=$'\t' read -r loo_l loo_s < <(loo_of "$id")
     echo "| $site | $id | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | ${loo_l:--} | ${loo_s:--} |" >>"$out/same-site.md"

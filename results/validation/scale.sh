@@ -35,9 +35,6 @@ is_small() {  # gen ranks nodes -> 0 when small
 }
 # shellcheck source=results/validation/mape.sh
 source results/validation/mape.sh
-loo_of() {  # the leave-one-out MAPE columns of run.sh's summary, for comparison
-  awk -F'|' -v id="$1" '{ gsub(/ /, "", $2) } $2 == id { gsub(/^ +| +$/, "", $5); gsub(/^ +| +$/, "", $6); print $5 " / " $6 }' $here/summary.md
-}
 
 {
   echo "| run | GPUs | fitted on | MAPE >=1MiB (n) | MAPE <1MiB (n) | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | leave-one-out (run.sh) >=1MiB / <1MiB |"
@@ -60,7 +57,7 @@ while read -r gen; do
     "$exe" validate --cluster "$cl" --measured "$data/$spec" --profile "$tmp/$gen.json" --format csv >"$out/$id.csv"
     read -r _ _ ml nl ms ns < <(mape_of "$out/$id.csv")
     IFS=$'\t' read -r lat bw < <(split_of "$out/$id.csv")
-    echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $lat | $bw | $(loo_of "$id") |" >>"$tmp/summary"
+    echo "| $id | $ranks | $gen small (${#small_ids[@]} runs) | $(fmt_mape "$ml" "$nl") | $(fmt_mape "$ms" "$ns") | $lat | $bw | $(loo_of "$id" | sed 's#\t# / #') |" >>"$tmp/summary"
   done <"$tmp/runs"
   echo "* $gen small: ${small_ids[*]}" >>"$tmp/fitted"
 done < <(cut -f2 "$tmp/runs" | awk '!seen[$0]++')
