@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/fit/host_prior.hpp"
 #include "calibration/fit/profile_fit.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
@@ -18,6 +19,7 @@ struct CalibrateOptions {
   std::optional<std::string> cluster;
   std::string output;
   std::optional<std::string> prior;
+  std::vector<std::string> host_from;
   std::string name;
   double prior_weight = fit::FitOptions{}.prior_weight;
   std::string loss = fit::FitOptions{}.loss;
@@ -31,6 +33,19 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.prior) {
     // A fitted profile used as the prior: its values become the prior means.
     for (auto& v : prior.params) v.prior = v.value;
+  }
+  if (!o.host_from.empty()) {
+    std::vector<sim::stack::Profile> sources;
+    for (const auto& path : o.host_from) sources.push_back(sim::stack::load_profile(path));
+    for (const auto& note : fit::apply_host_prior(prior, sources)) {
+      const auto& info = sim::stack::param_info(note.param);
+      if (note.sources == 0)
+        fmt::print("note: --host-from: no profile's runs constrain {}; its prior stays {:.4g} {}\n",
+                   info.name, note.value, info.unit);
+      else
+        fmt::print("note: --host-from: prior {} {:.4g} {} (geometric mean of {} profile(s))\n", info.name,
+                   note.value, info.unit, note.sources);
+    }
   }
   fit::FitOptions options;
   if (!(o.prior_weight >= 0)) throw InputError(fmt::format("--prior-weight {}: expected a number >= 0", o.prior_weight));
@@ -72,6 +87,11 @@ void register_calibrate(CLI::App& app) {
   sub->add_option("--cluster", o->cluster, "Cluster preset or JSON for inputs that do not name one");
   sub->add_option("--output", o->output, "Profile JSON to write")->required();
   sub->add_option("--prior", o->prior, "Start from this profile instead of NCCL's constants");
+  sub->add_option(
+      "--host-from", o->host_from,
+      "Profiles fitted on other GPU generations (paths or shipped names): the host-side parameters' "
+      "prior (launch_us: enqueue + kernel launch, a property of the host CPU, driver and NCCL, not of "
+      "the GPU) becomes the geometric mean of the values their runs constrain; repeatable");
   sub->add_option("--name", o->name, "Profile name");
   sub->add_option("--prior-weight", o->prior_weight,
                   "Weight of one prior standard deviation relative to one run's mean loss (default 0.01)");

@@ -1071,7 +1071,7 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
     const double sens = std::max(std::fabs(f.data(up) - base), std::fabs(f.data(down) - base));
     const std::string prior_prov = prior.params[static_cast<std::size_t>(i)].provenance;
     if (sens > 1e-6)
-      v.provenance = fmt::format("fitted on {} (prior {:.4g}: {})", files, v.prior, prior_prov);
+      v.provenance = fmt::format("{}{} (prior {:.4g}: {})", kFittedProvenance, files, v.prior, prior_prov);
     else
       v.provenance = fmt::format("not constrained by the inputs, kept near the prior: {}", prior_prov);
   }

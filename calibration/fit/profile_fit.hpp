@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -213,7 +214,9 @@ struct FitOptions {
 };
 
 // Fits every parameter of `prior` (its values are the start and the prior means) to `runs`.
-// Deterministic. Fills inputs, residuals and provenance.
+// Deterministic. Fills inputs, residuals and provenance: a parameter the runs constrain gets
+// kFittedProvenance + its files, one they leave at the prior says so.
+inline constexpr std::string_view kFittedProvenance = "fitted on ";
 sim::stack::Profile fit_profile(const std::vector<MeasuredRun>& runs, const sim::stack::Profile& prior,
                                 const FitOptions& options = {});
 

@@ -49,9 +49,33 @@ sizes_of() {  # the run's sizes (> 0) in file order, via validate
 source results/validation/mape.sh
 
 gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
+# Host-side parameters (launch_us: the host CPU, driver and NCCL's enqueue path, not the GPU) come
+# from the other generations' runs where a generation's own runs do not show its host time
+# (calibrate --host-from, docs/calibration.md). The sources are the other generations fitted on
+# their own runs alone (no --host-from, so no generation feeds back into itself), and for a run
+# left out, without any run of its file: a left-out run's campaign informs no part of its prediction.
+own_fit() {  # generation, excluded file (or none) -> path of its fit without --host-from (cached)
+  local gen=$1 skip_file=$2 key
+  key=$(printf '%s' "$gen/$skip_file" | md5sum | cut -c1-12)
+  if [[ ! -f $tmp/own-$key.json ]]; then
+    local skip_id=none
+    [[ $skip_file != none ]] &&
+      skip_id=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" -v f="$skip_file" '$2==g && $5=="fit" { s=$4; sub(/@.*/, "", s); if (s == f) { print $1; exit } }')
+    # shellcheck disable=SC2046
+    "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "${skip_id:-none}") --name "$gen" --output "$tmp/own-$key.json" >/dev/null
+  fi
+  echo "$tmp/own-$key.json"
+}
+host_from() {  # generation, excluded file (or none) -> --host-from args: every other generation's own fit
+  local gen=$1 skip_file=$2 other
+  for other in $gens; do
+    [[ $other == "$gen" ]] && continue
+    printf -- '--host-from %s ' "$(own_fit "$other" "$skip_file")"
+  done
+}
 for gen in $gens; do
   # shellcheck disable=SC2046
-  "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" none) --name "$gen" --output "$profiles/$gen.json" >/dev/null
+  "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" none) $(host_from "$gen" none) --name "$gen" --output "$profiles/$gen.json" >/dev/null
 done
 
 {
@@ -71,7 +95,7 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     grep -q WARNING "$out/$id.csv" && note="flagged: far below the hardware bound"
   elif [[ $n_other -ge 1 ]]; then
     # shellcheck disable=SC2046
-    "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "$id") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
+    "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "$id") $(host_from "$gen" "$(file_of "$id")") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null
     "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/loo.json" --format csv >"$out/$id.csv"
     if [[ $n_other -eq $((n_fit - 1)) ]]; then
       how="leave-one-out ($n_other other $gen runs)"
@@ -85,8 +109,10 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     lo_max=${sizes[$((half - 1))]}
     hi_min=${sizes[$half]}
     sep='@'; [[ $spec == *@* ]] && sep=','
-    "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
-    "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
+    # shellcheck disable=SC2046
+    "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,max_bytes=$lo_max" $(host_from "$gen" "$(file_of "$id")") --name "$gen-small-half" --output "$tmp/lo.json" >/dev/null
+    # shellcheck disable=SC2046
+    "$exe" calibrate --prior-weight "$pw" --loss "$loss" --input "$data/$spec${sep}cluster=$cl,min_bytes=$hi_min" $(host_from "$gen" "$(file_of "$id")") --name "$gen-large-half" --output "$tmp/hi.json" >/dev/null
     "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/lo.json" --min-bytes "$hi_min" --format csv >"$tmp/a.csv"
     "$exe" validate --cluster "$cl" --measured "$measured" --profile "$tmp/hi.json" --max-bytes "$lo_max" --format csv >"$tmp/b.csv"
     { head -1 "$tmp/a.csv"; grep -hv -e '^#' -e '^size' "$tmp/b.csv" "$tmp/a.csv"; } >"$out/$id.csv"

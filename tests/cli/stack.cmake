@@ -230,3 +230,13 @@ add_test(NAME cli.stack_relocated_binary_uses_builtin_profiles
   COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/relocated_binary.sh $<TARGET_FILE:commstack> ${PROJECT_SOURCE_DIR}
           ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(cli.stack_relocated_binary_uses_builtin_profiles PROPERTIES PASS_REGULAR_EXPRESSION "^ok")
+# --host-from: the host-side prior from another generation's shipped profile, or a note where its runs
+# do not show the host time (the B200 runs are all -g 1 at sizes that hide the launch).
+commstack_cli_test(NAME stack_calibrate_host_from
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
+       --host-from calibration/profiles/a100.json --output /dev/null
+  MATCH "note: --host-from: prior launch_us 6.[0-9]+ us \\(geometric mean of 1 profile\\(s\\)\\)\n")
+commstack_cli_test(NAME stack_calibrate_host_from_unconstrained
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
+       --host-from calibration/profiles/gh200.json --output /dev/null
+  MATCH "note: --host-from: no profile's runs constrain launch_us; its prior stays 8.4 us\n")
