@@ -29,14 +29,15 @@ void run_calibrate(const CalibrateOptions& o) {
   std::vector<fit::MeasuredRun> runs;
   for (const auto& text : o.inputs) runs.push_back(fit::load_measured_run(fit::parse_run_spec(text, "--input"), o.cluster));
   int sm = sim::stack::sm_of_gpu_model(runs.front().cluster.node.gpu_model);
-  sim::stack::Profile prior = o.prior ? sim::stack::load_profile(*o.prior) : sim::stack::prior_profile(sm);
+  sim::stack::Profile prior =
+      o.prior ? sim::stack::load_profile(*o.prior, "--prior") : sim::stack::prior_profile(sm);
   if (o.prior) {
     // A fitted profile used as the prior: its values become the prior means.
     for (auto& v : prior.params) v.prior = v.value;
   }
   if (!o.host_from.empty()) {
     std::vector<sim::stack::Profile> sources;
-    for (const auto& path : o.host_from) sources.push_back(sim::stack::load_profile(path));
+    for (const auto& path : o.host_from) sources.push_back(sim::stack::load_profile(path, "--host-from"));
     for (const auto& note : fit::apply_host_prior(prior, sources)) {
       const auto& info = sim::stack::param_info(note.param);
       if (note.sources == 0)

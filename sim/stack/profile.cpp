@@ -300,7 +300,7 @@ std::optional<Profile> shipped_profile(const std::string& name) {
 
 }  // namespace
 
-Profile load_profile(const std::string& name_or_path) {
+Profile load_profile(const std::string& name_or_path, std::string_view option) {
   const std::filesystem::path path(name_or_path);
   const bool bare = name_or_path.find('/') == std::string::npos && path.extension() != ".json";
   if (bare) {
@@ -308,8 +308,8 @@ Profile load_profile(const std::string& name_or_path) {
     std::string known;
     for (const auto& [stem, text] : embedded_profile_files())
       known += fmt::format("{}{}", known.empty() ? "" : ", ", stem);
-    throw InputError(fmt::format(
-        "--profile {}: no such file, and no shipped profile of that name (known: {})", name_or_path, known));
+    throw InputError(fmt::format("{} {}: no such file, and no shipped profile of that name (known: {})",
+                                 option, name_or_path, known));
   }
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("profile {}: cannot open file", name_or_path));

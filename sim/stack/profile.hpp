@@ -4,6 +4,7 @@
 // files, or kept at the prior). JSON format "commstack-profile/1", described in docs/calibration.md.
 #include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -98,7 +99,8 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& origin);
 // A path to a JSON profile, or a shipped name ("a100", "h100", "b200", "gh200", "gb200"): looked up
 // in a calibration/profiles directory ($COMMSTACK_PROFILE_DIR, the working directory's, the one
 // next to the binary), then in the copy compiled into the binary.
-Profile load_profile(const std::string& name_or_path);
+// `option` names the command-line option in the error for an unknown name.
+Profile load_profile(const std::string& name_or_path, std::string_view option = "--profile");
 void save_profile(const Profile& p, const std::string& path);
 // The shipped profile for a generation, or prior_profile(sm) when none is shipped.
 Profile default_profile(int sm);

@@ -240,3 +240,7 @@ commstack_cli_test(NAME stack_calibrate_host_from_unconstrained
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
        --host-from calibration/profiles/gh200.json --output /dev/null
   MATCH "note: --host-from: no profile's runs constrain launch_us; its prior stays 8.4 us\n")
+commstack_cli_error_test(NAME stack_calibrate_host_from_missing
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
+       --host-from nosuch --output /dev/null
+  MATCH "commstack: error: --host-from nosuch: no such file, and no shipped profile of that name \\(known: a100, b200, gb200, gh200, h100\\)")
