@@ -55,16 +55,13 @@ gens=$(grep -v '^#' $here/runs.tsv | cut -f2 | awk '!seen[$0]++')
 # their own runs alone (no --host-from, so no generation feeds back into itself), and for a run
 # left out, without any run of its file: a left-out run's campaign informs no part of its prediction.
 own_fit() {  # generation, excluded file (or none) -> path of its fit without --host-from (cached)
-  local gen=$1 skip_file=$2 key
-  key=$(printf '%s' "$gen/$skip_file" | md5sum | cut -c1-12)
-  if [[ ! -f $tmp/own-$key.json ]]; then
-    local skip_id=none
-    [[ $skip_file != none ]] &&
-      skip_id=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" -v f="$skip_file" '$2==g && $5=="fit" { s=$4; sub(/@.*/, "", s); if (s == f) { print $1; exit } }')
-    # shellcheck disable=SC2046
-    "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "${skip_id:-none}") --name "$gen" --output "$tmp/own-$key.json" >/dev/null
-  fi
-  echo "$tmp/own-$key.json"
+  local gen=$1 skip_file=$2 skip_id
+  # a run of the generation from that file (none: the generation's full own fit serves)
+  skip_id=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" -v f="$skip_file" '$2==g && $5=="fit" { s=$4; sub(/@.*/, "", s); if (s == f) { print $1; exit } }')
+  local fit=$tmp/own-$gen-${skip_id:-all}.json
+  # shellcheck disable=SC2046
+  [[ -f $fit ]] || "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "${skip_id:-none}") --name "$gen" --output "$fit" >/dev/null
+  echo "$fit"
 }
 host_from() {  # generation, excluded file (or none) -> --host-from args: every other generation's own fit
   local gen=$1 skip_file=$2 other
