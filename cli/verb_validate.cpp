@@ -161,6 +161,27 @@ nlohmann::json other_choices_json(const fit::ValidationResult& v) {
   return out;
 }
 
+// The "# host floor" line: which sizes the host's launches set, and where launch_us comes from.
+std::string host_floor_text(const fit::HostFloor& h) {
+  const std::string source = h.measured ? "fitted on this profile's runs"
+                             : h.other_generations
+                                 ? "no run of this profile shows its host: taken from other GPU generations' "
+                                   "hosts (calibrate --host-from)"
+                                 : "no run of this profile shows its host: NCCL's base latency stands in "
+                                   "(calibrate on this run to measure it)";
+  const std::string what =
+      h.synchronized
+          ? fmt::format(
+                "every size pays its host time (calls timed one at a time): {} x {:.2f} us = {:.1f} us",
+                h.launches, h.launch_us, h.launches * h.launch_us)
+          : fmt::format(
+                "sizes up to {} are host-bound: {} kernel launch{} per call from one thread "
+                "(nccl-tests -g {}), {} x {:.2f} us = {:.1f} us, exceed the device time",
+                format_bytes(h.max_bytes), h.launches, h.launches == 1 ? "" : "es", h.launches, h.launches,
+                h.launch_us, h.launches * h.launch_us);
+  return fmt::format("{}; launch_us: {}", what, source);
+}
+
 // The two halves of the "where the error is" line (fit::ErrorSplit).
 std::string latency_side(const fit::ErrorSplit& sp) {
   if (sp.n_latency == 0) return "no latency-bound size";
@@ -287,6 +308,14 @@ void run_validate(const ValidateOptions& o) {
                          {"n_ge_1MiB", v.nccl_model_n_large},
                          {"mape_lt_1MiB_percent", v.nccl_model_mape_small_percent},
                          {"n_lt_1MiB", v.nccl_model_n_small}}},
+                       {"host_floor",
+                        {{"host_bound_sizes", v.host_floor.sizes},
+                         {"host_bound_max_bytes", v.host_floor.max_bytes},
+                         {"launches_per_call", v.host_floor.launches},
+                         {"launch_us", v.host_floor.launch_us},
+                         {"calls_timed_one_at_a_time", v.host_floor.synchronized},
+                         {"launch_measured_by_profile_runs", v.host_floor.measured},
+                         {"launch_from_other_generations", v.host_floor.other_generations}}},
                        {"error_split",
                         {{"latency_bound_sizes", v.split.n_latency},
                          {"latency_bound_max_bytes", v.split.latency_max_bytes},
@@ -370,6 +399,7 @@ void run_validate(const ValidateOptions& o) {
     }
   }
   fmt::print("# where the error is: {}; {}\n", latency_side(v.split), bandwidth_side(v.split));
+  if (v.host_floor.sizes > 0) fmt::print("# host floor: {}\n", host_floor_text(v.host_floor));
   if (v.below_hardware)
     fmt::print("{}WARNING: at {} the run reaches {:.1f} GB/s bus bandwidth, {:.0f}% of the {:.1f} GB/s this cluster "
                "allows: the measured system is far below its hardware (outlier; do not calibrate on it)\n",

@@ -1,6 +1,7 @@
 #include "calibration/fit/profile_fit.hpp"
 
 #include "calibration/fit/bench_json.hpp"
+#include "calibration/fit/host_prior.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
 #include "calibration/fit/node_from_topo_xml.hpp"
 #include "calibration/fit/osu_run.hpp"
@@ -937,6 +938,19 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       ratio.push_back(moving_us / (row.measured_us - fixed_us));
     }
   }
+  HostFloor& hf = out.host_floor;
+  const auto& launch = profile.params[static_cast<std::size_t>(sim::stack::Param::launch_us)];
+  hf.launches = run.knobs.cuda_graph ? 0 : run.knobs.gpus_per_thread;
+  hf.launch_us = launch.value;
+  hf.synchronized = run.knobs.synchronized_calls && !run.knobs.cuda_graph;
+  hf.measured = fitted_on_data(launch);
+  hf.other_generations = launch.provenance.find("host-side") != std::string::npos;
+  const double kernel_s = profile[sim::stack::Param::kernel_us] * 1e-6;
+  for (const auto& row : out.rows)
+    if (hf.launches > 0 && (hf.synchronized || row.prediction.breakdown.launch_s > kernel_s * (1 + 1e-9))) {
+      ++hf.sizes;
+      hf.max_bytes = std::max(hf.max_bytes, row.bytes);
+    }
   sp.n_latency = static_cast<int>(excess.size());
   sp.n_bandwidth = static_cast<int>(ratio.size());
   sp.latency_excess_us = median(excess);

@@ -127,9 +127,23 @@ struct ErrorSplit {
 
 inline constexpr double kRegimeShare = 0.1;
 
+// The sizes whose predicted time is the host's: nccl-tests -g G > 1 (one thread launches G kernels
+// per call) where G x launch_us exceeds the device time, or every size of a run whose calls are
+// timed one at a time (OSU). Says whether the profile's own runs measured launch_us.
+struct HostFloor {
+  int sizes = 0;
+  std::uint64_t max_bytes = 0;     // the largest host-bound size
+  int launches = 1;                // kernels one host thread launches per call
+  double launch_us = 0;            // the profile's launch_us
+  bool synchronized = false;       // calls timed one at a time: the host time adds at every size
+  bool measured = false;           // the profile's inputs constrain launch_us
+  bool other_generations = false;  // else: taken from other generations' fits (calibrate --host-from)
+};
+
 struct ValidationResult {
   std::vector<ValidationRow> rows;
   ErrorSplit split;
+  HostFloor host_floor;
   double mape_percent = 0;
   double mape_large_percent = 0;  // sizes >= 1 MiB
   double mape_small_percent = 0;  // sizes < 1 MiB

@@ -244,3 +244,13 @@ commstack_cli_error_test(NAME stack_calibrate_host_from_missing
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
        --host-from nosuch --output /dev/null
   MATCH "commstack: error: --host-from nosuch: no such file, and no shipped profile of that name \\(known: a100, b200, gb200, gh200, h100\\)")
+# The host floor line: the Azure H200 -g 8 run sits on 8 launches its profile measured; a B200 run
+# driven with -g 8 takes the launch cost from the other generations' hosts (no B200 run shows it).
+commstack_cli_test(NAME stack_validate_host_floor_measured
+  ARGS validate --cluster hgx-h200
+       --measured ${_stack_data}/nccl_allreduce_busbw_azure_ndv5_h200_ndv4_a100_1n8g.csv@series=ndv5_h200_busbw_GBps,op=all_reduce,nodes=1,gpus_per_node=8,algo=nvls,gpus_per_thread=8,in_place=1
+  MATCH "# host floor: sizes up to 512K are host-bound: 8 kernel launches per call from one thread \\(nccl-tests -g 8\\), 8 x 3\\.[0-9][0-9] us = 3[0-9]\\.[0-9] us, exceed the device time; launch_us: fitted on this profile's runs\n")
+commstack_cli_test(NAME stack_validate_host_floor_other_generations
+  ARGS validate --cluster hgx-b200 --measured ${_stack_data}/nccl-tests_all_gather_b200_1n8g_vultr-poc.txt
+       --nodes 1 --gpus-per-node 8 --gpus-per-thread 8
+  MATCH "# host floor: sizes up to [0-9]+[KM] are host-bound: .*; launch_us: no run of this profile shows its host: taken from other GPU generations' hosts \\(calibrate --host-from\\)\n")

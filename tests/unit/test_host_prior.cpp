@@ -97,3 +97,34 @@ TEST_CASE("host prior: the geometric mean of the constrained sources, the others
   CHECK(untouched.params[static_cast<std::size_t>(Param::launch_us)].provenance ==
         sim::stack::prior_profile(100).params[static_cast<std::size_t>(Param::launch_us)].provenance);
 }
+
+TEST_CASE("host prior: validate says which sizes the host's launches set and where launch_us comes from") {
+  Profile truth = sim::stack::prior_profile(90);
+  truth.at(Param::launch_us) = 4.0;
+  const fit::MeasuredRun g8 = synthetic_run(truth, 8);
+
+  // NCCL's constants: 8 x 8.4 us exceed the device time of the small sizes; nothing measured it.
+  const fit::ValidationResult prior = fit::validate_run(g8, sim::stack::prior_profile(90));
+  CHECK(prior.host_floor.launches == 8);
+  CHECK(prior.host_floor.launch_us == doctest::Approx(8.4));
+  CHECK(prior.host_floor.sizes > 0);
+  CHECK(prior.host_floor.max_bytes < g8.bytes.back());  // a large call's device time hides the host
+  CHECK_FALSE(prior.host_floor.measured);
+  CHECK_FALSE(prior.host_floor.other_generations);
+  // Every host-bound size is predicted at the host's time: 8 launches.
+  for (std::size_t i = 0; i < g8.bytes.size(); ++i)
+    if (g8.bytes[i] <= prior.host_floor.max_bytes)
+      CHECK(prior.rows[i].predicted_us == doctest::Approx(8 * 8.4).epsilon(1e-9));
+
+  // The fit on the run measures it; a profile given it by --host-from says where it came from.
+  const Profile fitted = fit::fit_profile({g8}, sim::stack::prior_profile(90));
+  CHECK(fit::validate_run(g8, fitted).host_floor.measured);
+  Profile borrowed = sim::stack::prior_profile(90);
+  fit::apply_host_prior(borrowed, {fitted});
+  const fit::HostFloor h = fit::validate_run(g8, borrowed).host_floor;
+  CHECK_FALSE(h.measured);
+  CHECK(h.other_generations);
+
+  // -g 1: one launch hides behind every call's device time.
+  CHECK(fit::validate_run(synthetic_run(truth, 1), sim::stack::prior_profile(90)).host_floor.sizes == 0);
+}
