@@ -165,7 +165,10 @@ For every run in `runs.tsv` the error below comes from a profile fitted **withou
 left out together with the other runs of that table: same campaign, same machines). GH200 has
 one run only:
 the run is split at its median size, the small half's fit predicts the large half and vice
-versa, and the table reports those predictions. In-sample columns use the shipped profile
+versa, and the table reports those predictions. The host launch cost (`launch_us`), which only
+`-g 8` sweeps with small sizes show, comes from the other generations' own fits where a generation's
+runs do not show it (`calibrate --host-from`; for a left-out run, fits without its file either:
+docs/calibration.md). In-sample columns use the shipped profile
 (fitted on all runs of the generation) and are shown for comparison only. MAPE in percent over
 the sizes >= 1 MiB / < 1 MiB (number of sizes in brackets), out-of-place time column (in-place for the
 Azure guide and MSCCL++ tables, which publish only in-place numbers: `in_place=1` in runs.tsv), every
