@@ -25,7 +25,7 @@ bool fitted_on_data(const sim::stack::ParamValue& v) {
 
 namespace {
 
-// "a100 6.962 us (fitted on A, B)": the source's distinct input files, in order.
+// "a100 6.962 us (sm 80; fitted on A, B)": the source's distinct input files, in order.
 std::string describe_source(const Profile& source, Param param) {
   std::set<std::string> seen;
   std::string files;
