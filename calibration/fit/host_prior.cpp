@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,17 @@ const std::vector<Param>& host_side_params() {
 
 bool fitted_on_data(const sim::stack::ParamValue& v) {
   return v.provenance.starts_with(kFittedProvenance);
+}
+
+namespace {
+
+// What apply_host_prior's provenance starts with; a fit keeps it after its own prefix.
+constexpr std::string_view kHostSideProvenance = "prior: host-side, ";
+
+}  // namespace
+
+bool taken_from_other_generations(const sim::stack::ParamValue& v) {
+  return v.provenance.find(kHostSideProvenance) != std::string::npos;
 }
 
 namespace {
@@ -58,10 +70,8 @@ std::vector<HostPriorNote> apply_host_prior(Profile& prior, const std::vector<Pr
       auto& pv = prior.params[static_cast<std::size_t>(param)];
       pv.value = pv.prior = note.value;
       pv.provenance = fmt::format(
-          "prior: host-side, geometric mean of {} profile(s) of other GPU generations whose runs show the "
-          "host "
-          "time: {}",
-          note.sources, from);
+          "{}geometric mean of {} profile(s) of other GPU generations whose runs show the host time: {}",
+          kHostSideProvenance, note.sources, from);
     }
     notes.push_back(note);
   }

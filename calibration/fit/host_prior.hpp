@@ -21,6 +21,10 @@ const std::vector<sim::stack::Param>& host_side_params();
 // "fitted on ..."), false when the inputs left it at its prior.
 bool fitted_on_data(const sim::stack::ParamValue& v);
 
+// True when the value's prior came from other generations' fits (apply_host_prior), whether or
+// not the profile's own runs then moved it.
+bool taken_from_other_generations(const sim::stack::ParamValue& v);
+
 struct HostPriorNote {
   sim::stack::Param param;
   int sources = 0;  // profiles whose inputs constrain the parameter

@@ -944,7 +944,7 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
   hf.launch_us = launch.value;
   hf.synchronized = run.knobs.synchronized_calls && !run.knobs.cuda_graph;
   hf.measured = fitted_on_data(launch);
-  hf.other_generations = launch.provenance.find("host-side") != std::string::npos;
+  hf.other_generations = taken_from_other_generations(launch);
   const double kernel_s = profile[sim::stack::Param::kernel_us] * 1e-6;
   for (const auto& row : out.rows)
     if (hf.launches > 0 && (hf.synchronized || row.prediction.breakdown.launch_s > kernel_s * (1 + 1e-9))) {
