@@ -63,10 +63,11 @@ int default_channels(const topologies::Topology& topo) {
 // NCCL's Simple protocol chunk: 4 MiB buffer / 8 FIFO slots = 512 KiB per slot; ring
 // all-reduce / all-gather / reduce-scatter move 4 slots per step (2 MiB), broadcast / reduce one
 // slot, as does a tree all-reduce; point-to-point flows are not chunked here (a chunked connection
-// only overlaps latencies).
+// only overlaps latencies). NVLS moves 128 KiB of each rank's shard at a time (NCCL_NVLS_CHUNKSIZE).
 double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
   // NCCL's Tree moves one slot per step (src/enqueue.cc: chunkSteps 1 but for Ring/Simple).
   if (algorithm == sim::Algorithm::tree) return 512.0 * 1024;
+  if (algorithm == sim::Algorithm::nvls) return 128.0 * 1024;
   switch (op) {
     case sim::CollectiveOp::allreduce:
     case sim::CollectiveOp::allgather:
@@ -112,6 +113,11 @@ void run(const CollectiveOptions& o) {
   if (algorithm == sim::Algorithm::tree && op != sim::CollectiveOp::allreduce)
     throw InputError(fmt::format(
         "--algo {}: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", o.algo, o.op));
+  if (algorithm == sim::Algorithm::nvls && !o.otf2.empty())
+    throw InputError(
+        "--otf2 records messages between ranks, and NVLS moves its data through the NVSwitch: use --trace "
+        "for "
+        "its flows");
   const double chunk = o.chunk_bytes == "auto"
                            ? default_chunk(op, algorithm)
                            : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
@@ -161,9 +167,11 @@ void run(const CollectiveOptions& o) {
         "uncalibrated SimGrid fabric simulation, {} channel(s) (no calibration profile for GPU '{}')",
         channels, spec.node.gpu_model);
   } else if (!use_stack) {
-    info.model =
-        fmt::format("uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
-                    base.algorithm == sim::Algorithm::tree ? ", NCCL's double binary tree" : "");
+    info.model = fmt::format(
+        "uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
+        base.algorithm == sim::Algorithm::tree   ? ", NCCL's double binary tree"
+        : base.algorithm == sim::Algorithm::nvls ? ", NVLS (reduction and multicast in the NVSwitch)"
+                                                 : "");
   }
   if (use_stack && fabric_flags)
     throw InputError(
@@ -205,7 +213,7 @@ void run(const CollectiveOptions& o) {
     throw InputError(
         "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
         "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring or tree");
+        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree or nvls");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -303,7 +311,8 @@ void register_collective(CLI::App& app) {
       ->capture_default_str();
   sub->add_option(
          "--chunk-bytes", o->chunk_bytes,
-         "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; 0: none)")
+         "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; nvls 128K of "
+         "each rank's shard; 0: none)")
       ->capture_default_str();
   sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
       ->capture_default_str();
@@ -322,8 +331,9 @@ void register_collective(CLI::App& app) {
       ->capture_default_str();
   sub->add_option(
       "--algo", o->algo,
-      "Stack model: force algorithms like NCCL_ALGO; with --profile none: the all-reduce's algorithm, "
-      "ring (default) or tree (NCCL's double binary tree across nodes, chains inside them)");
+      "Stack model: force algorithms like NCCL_ALGO; with --profile none: ring (default), tree (all-reduce: "
+      "NCCL's double binary tree across nodes, chains inside them) or nvls (all-reduce, reduce-scatter, "
+      "all-gather in one NVLink domain: the NVSwitch reduces and multicasts)");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");

@@ -39,7 +39,13 @@ int Topology::add_vertex(Vertex v) {
   const int id = static_cast<int>(vertices_.size());
   const auto gv = boost::add_vertex(graph_);
   (void)gv;
-  if (v.kind == VertexKind::gpu) gpus_.push_back(id);
+  gpu_rank_.push_back(v.kind == VertexKind::gpu ? gpu_count() : -1);
+  if (v.kind == VertexKind::gpu) {
+    gpus_.push_back(id);
+    nvswitch_link_.push_back(-1);
+    nvswitch_index_.push_back(-1);
+  }
+  if (v.kind == VertexKind::nvswitch) nvswitches_.push_back(id);
   vertices_.push_back(std::move(v));
   incident_.emplace_back();
   return id;
@@ -59,7 +65,41 @@ int Topology::add_link(int a, int b, double bandwidth_Bps, double latency_s, Lin
   boost::add_edge(static_cast<std::size_t>(a), static_cast<std::size_t>(b), id, graph_);
   incident_[static_cast<std::size_t>(a)].push_back(id);
   incident_[static_cast<std::size_t>(b)].push_back(id);
+  // A GPU's first link to an NVSwitch is the one its NVLS flows use.
+  for (const auto& [gpu, other] : {std::pair{a, b}, std::pair{b, a}}) {
+    const int rank = gpu_rank_[static_cast<std::size_t>(gpu)];
+    if (rank < 0 || vertices_[static_cast<std::size_t>(other)].kind != VertexKind::nvswitch ||
+        nvswitch_link_[static_cast<std::size_t>(rank)] >= 0)
+      continue;
+    nvswitch_link_[static_cast<std::size_t>(rank)] = id;
+    const auto at = std::find(nvswitches_.begin(), nvswitches_.end(), other);
+    nvswitch_index_[static_cast<std::size_t>(rank)] = static_cast<int>(at - nvswitches_.begin());
+  }
   return id;
+}
+
+const Vertex& Topology::endpoint_vertex(int endpoint) const {
+  if (endpoint >= 0 && endpoint < gpu_count()) return vertex(gpu_vertex(endpoint));
+  return vertex(nvswitches_.at(static_cast<std::size_t>(endpoint - gpu_count())));
+}
+
+int Topology::nvswitch_endpoint(int gpu_rank) const {
+  const int index = nvswitch_index_.at(static_cast<std::size_t>(gpu_rank));
+  return index < 0 ? -1 : gpu_count() + index;
+}
+
+Path Topology::endpoint_route(int src, int dst) const {
+  const int gpus = gpu_count();
+  if (src < gpus && dst < gpus) return route(src, dst);
+  const bool up = src < gpus;  // GPU -> its NVSwitch, else NVSwitch -> GPU
+  const int gpu = up ? src : dst;
+  if (gpu < 0 || nvswitch_endpoint(gpu) != (up ? dst : src)) {
+    throw std::logic_error(
+        fmt::format("endpoint_route: no direct link between endpoints {} and {}", src, dst));
+  }
+  const int l = nvswitch_link_[static_cast<std::size_t>(gpu)];
+  const int from = up ? gpu_vertex(gpu) : nvswitches_[static_cast<std::size_t>(src - gpus)];
+  return {Hop{l, is_forward(l, from)}};
 }
 
 Path Topology::route(int src_gpu, int dst_gpu) const {

@@ -87,6 +87,20 @@ public:
   // Link ids incident to a vertex, in insertion order.
   const std::vector<int>& incident_links(int vertex) const { return incident_.at(static_cast<std::size_t>(vertex)); }
 
+  // Flow endpoints: the GPU ranks, then every NVSwitch (in vertex order), which reduces and
+  // multicasts in the switch (NVLink SHARP, what NCCL's NVLS algorithms run on): a GPU's multimem
+  // load-reduce reads every GPU's copy into the switch, a multimem store leaves the switch to every
+  // GPU. Endpoint gpu_count() + i is the i-th NVSwitch vertex.
+  int nvswitch_count() const { return static_cast<int>(nvswitches_.size()); }
+  int endpoint_count() const { return gpu_count() + nvswitch_count(); }
+  const Vertex& endpoint_vertex(int endpoint) const;
+  // The endpoint of the NVSwitch GPU rank is linked to; -1 when it has none (a PCIe-only node,
+  // direct NVLink between GPUs).
+  int nvswitch_endpoint(int gpu_rank) const;
+  // The links a flow between two endpoints crosses: route() between GPUs; between a GPU and its own
+  // NVSwitch, the link joining them. Any other pair is a caller's bug (std::logic_error).
+  Path endpoint_route(int src, int dst) const;
+
   // Nodes and GPUs per node, as the builder laid them out (GPU rank = node * gpus_per_node + local).
   int nodes = 0;
   int gpus_per_node = 0;
@@ -109,6 +123,10 @@ private:
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<int> gpus_;
+  std::vector<int> nvswitches_;      // vertex ids of the NVSwitch endpoints
+  std::vector<int> gpu_rank_;        // per vertex: its GPU rank, -1 for other devices
+  std::vector<int> nvswitch_link_;   // per GPU rank: its first link to an NVSwitch, -1 when none
+  std::vector<int> nvswitch_index_;  // per GPU rank: that NVSwitch's endpoint index, -1 when none
   std::vector<std::vector<int>> incident_;
   Graph graph_;
   std::shared_ptr<const Router> router_;

@@ -4,7 +4,8 @@
 #  2. the full 8 B .. 16 GiB all-reduce sweep on 2 dgx-h100 nodes (auto fidelity -> chunk);
 #  3. the 1 GiB ring all-reduce on 2048 nodes (16384 GPUs, edge fidelity);
 #  4. the 1 GiB tree all-reduce (--algo tree) on 512 and 2048 nodes (auto fidelity -> step);
-#  5. a 64 KiB - 1 GiB broadcast sweep over one GB200 NVL72 rack (72 GPUs, chain pipelines).
+#  5. a 64 KiB - 1 GiB broadcast sweep over one GB200 NVL72 rack (72 GPUs, chain pipelines);
+#  6. the same sweep of NVLS all-reduce (--algo nvls: the NVSwitch reduces and multicasts, auto -> edge).
 # Usage: bash results/bench-collective/run.sh [path/to/commstack]   (default: ./build/commstack)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +33,7 @@ run allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 
 run tree-allreduce-1g-4096gpus collective --profile none --cluster dgx-h100 --nodes 512 --algo tree --min-bytes 1G --max-bytes 1G --format csv
 run tree-allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 2048 --algo tree --min-bytes 1G --max-bytes 1G --format csv
 run broadcast-sweep-nvl72 collective --profile none --cluster gb200-nvl72 --nodes 18 --op broadcast --min-bytes 64K --max-bytes 1G --step-factor 4 --format csv
+run nvls-allreduce-sweep-nvl72 collective --profile none --cluster gb200-nvl72 --nodes 18 --algo nvls --min-bytes 64K --max-bytes 1G --step-factor 4 --format csv
 # The calibrated stack model (collective's default): a closed form per size, plus building the
 # topology and routing the contention layer's flow pattern once.
 run stack-allreduce-sweep-16384gpus collective --cluster dgx-h100 --nodes 2048 --op allreduce --min-bytes 8 --max-bytes 16G --format csv

@@ -24,6 +24,8 @@ constexpr std::pair<Fidelity, const char*> kFidelities[] = {
 // A forced level may exceed the automatic budget, but not by so much that memory runs out.
 constexpr long long kHardFlowLimit = 50'000'000;
 
+void validate_nvls(const topologies::Topology& topo, const CollectiveSpec& spec);
+
 void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
   if (spec.ranks.empty()) throw InputError("collective: the communicator has no rank");
   std::set<int> seen;
@@ -58,6 +60,36 @@ void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
     throw InputError(fmt::format(
         "collective: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", to_string(spec.op)));
   }
+  if (spec.algorithm == Algorithm::nvls) validate_nvls(topo, spec);
+}
+
+// NVLS needs every rank on one NVSwitch (NCCL's NVLS inside an NVLink domain; across domains NCCL
+// runs NVLSTree, which only the stack model predicts).
+void validate_nvls(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  if (spec.op != CollectiveOp::allreduce && spec.op != CollectiveOp::reducescatter &&
+      spec.op != CollectiveOp::allgather) {
+    throw InputError(fmt::format(
+        "collective: the nvls algorithm runs allreduce, reducescatter and allgather (as NCCL's NVLS), not {}",
+        to_string(spec.op)));
+  }
+  const int nvswitch = topo.nvswitch_endpoint(spec.ranks.front());
+  if (nvswitch < 0) {
+    throw InputError(
+        fmt::format("collective: the nvls algorithm needs GPUs on an NVSwitch; GPU {} of topology '{}' has "
+                    "none (NCCL runs "
+                    "NVLS only on NVSwitch systems)",
+                    spec.ranks.front(), topo.name));
+  }
+  for (const int r : spec.ranks) {
+    if (topo.nvswitch_endpoint(r) != nvswitch) {
+      throw InputError(fmt::format(
+          "collective: the nvls algorithm runs inside one NVLink domain, but GPUs {} and {} of topology '{}' "
+          "are "
+          "on different NVSwitches; across domains NCCL runs NVLSTree, which the stack model predicts (drop "
+          "--profile none)",
+          spec.ranks.front(), r, topo.name));
+    }
+  }
 }
 
 }  // namespace
@@ -89,15 +121,25 @@ Fidelity fidelity_from_string(const std::string& name) {
   throw InputError(fmt::format("--fidelity: unknown level '{}'; expected one of auto, chunk, step, edge", name));
 }
 
+std::string to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
+    case Algorithm::nvls: return "nvls";
+  }
+  return "?";
+}
+
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
   std::string lower;
   for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (lower == "ring") return Algorithm::ring;
-  if (lower == "tree") return Algorithm::tree;
-  throw InputError(fmt::format(
-      "{}: the SimGrid fabric simulation runs algorithm ring or tree, not '{}' (NVLS, CollNet and PAT are "
-      "modelled by the stack model: drop --profile none)",
-      flag, name));
+  for (const Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls})
+    if (lower == to_string(a)) return a;
+  throw InputError(
+      fmt::format("{}: the SimGrid fabric simulation runs algorithm ring, tree or nvls, not '{}' (NVLSTree, "
+                  "CollNet and PAT "
+                  "are modelled by the stack model: drop --profile none)",
+                  flag, name));
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int nranks) {
@@ -144,6 +186,12 @@ CollectivePlan plan_collective(const topologies::Topology& topo, const Collectiv
   CollectivePlan plan;
   plan.chunks = c.chunks;
   Fidelity level = spec.fidelity;
+  if (level == Fidelity::automatic && spec.algorithm == Algorithm::nvls) {
+    // Every NVLS hop crosses one link, which the pipeline run outside SimGrid shares as SimGrid
+    // does: the edge level ends where the chunk level does (nvls.cpp), in 2n flows instead of
+    // thousands that SimGrid re-shares at every completion (NVL72, 1 MiB: 0.2 s against 7 s).
+    level = Fidelity::edge;
+  }
   if (level == Fidelity::automatic) {
     level = c.chunk <= kAutoFlowBudget ? Fidelity::chunk : c.step <= kAutoFlowBudget ? Fidelity::step : Fidelity::edge;
   }
@@ -157,6 +205,10 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
   if (plan.flows > kHardFlowLimit) {
     throw InputError(fmt::format("collective: fidelity '{}' would need {} flows (limit {}); use a coarser --fidelity",
                                  to_string(plan.fidelity), plan.flows, kHardFlowLimit));
+  }
+  if (spec.algorithm == Algorithm::nvls) {
+    detail::add_nvls(graph, topo, spec, plan.fidelity, plan.chunks);
+    return plan;
   }
   switch (spec.op) {
     case CollectiveOp::allreduce:
@@ -234,6 +286,28 @@ void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, i
   graph.add_flow(f);
 }
 
+void add_dag_chunks(FlowGraph& graph, const CollectiveSpec& spec,
+                    const std::vector<std::pair<int, int>>& hops, const std::vector<std::vector<int>>& feeds,
+                    double chunk, int K) {
+  const int base = graph.size();
+  auto id = [&](std::size_t hop, int k) { return base + static_cast<int>(hop) * K + k; };
+  for (const auto& [src, dst] : hops)
+    for (int k = 0; k < K; ++k) {
+      Flow f;
+      f.src = src;
+      f.dst = dst;
+      f.bytes = chunk;
+      f.extra_latency_s = spec.step_overhead_s;
+      f.group = spec.group;
+      graph.add_flow(f);
+    }
+  for (std::size_t i = 0; i < hops.size(); ++i)
+    for (int k = 0; k < K; ++k) {
+      if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k), Dep::sent);
+      for (const int j : feeds[i]) graph.add_dependency(id(i, k), id(static_cast<std::size_t>(j), k));
+    }
+}
+
 int chunk_count(double bytes, double chunk_bytes) {
   if (chunk_bytes <= 0 || bytes <= chunk_bytes) return 1;
   const double k = std::ceil(bytes / chunk_bytes);
@@ -244,6 +318,15 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
   const long long n = static_cast<long long>(spec.ranks.size());
   const long long ch = spec.channels;
   LevelCounts c;
+  if (spec.algorithm == Algorithm::nvls) {
+    // Every hop of every channel at the step level, K chunks each at the chunk level; the edge level
+    // one flow per GPU port direction (nvls.cpp).
+    c.chunks = chunk_count(spec.bytes / static_cast<double>(n * ch), spec.chunk_bytes);
+    c.step = n < 2 ? 0 : ch * nvls_hops_per_channel(spec.op, n);
+    c.chunk = c.step * c.chunks;
+    c.edge = n < 2 ? 0 : 2 * n;
+    return c;
+  }
   if (spec.algorithm == Algorithm::tree) {
     // Every rank but the root reduces up to its parent and receives the result back: 2 (n - 1)
     // hops per tree, 2 (N - 1) of them between its N nodes, each carrying the tree's share of the

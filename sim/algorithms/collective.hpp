@@ -21,16 +21,19 @@ enum class Fidelity { automatic, chunk, step, edge };
 std::string to_string(Fidelity f);
 Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 
-// How an all-reduce moves its data: NCCL's ring (reduce-scatter then all-gather around each
-// channel's ring) or NCCL's Tree (a reduction up and a broadcast down, pipelined by chunks, over the
-// double binary tree across nodes and a chain inside each node). Every other op has one pattern.
-enum class Algorithm { ring, tree };
-// "ring" / "tree", any case (NCCL_ALGO's names); throws InputError naming `flag`.
+// How a collective moves its data: NCCL's ring (reduce-scatter then all-gather around each
+// channel's ring); NCCL's Tree for all-reduce (a reduction up and a broadcast down, pipelined by
+// chunks, over the double binary tree across nodes and a chain inside each node); NCCL's NVLS for
+// all-reduce, reduce-scatter and all-gather inside one NVLink domain (the NVSwitch reduces and
+// multicasts: nvls.cpp). Every other op has one pattern.
+enum class Algorithm { ring, tree, nvls };
+std::string to_string(Algorithm a);
+// "ring" / "tree" / "nvls", any case (NCCL_ALGO's names); throws InputError naming `flag`.
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
-  Algorithm algorithm = Algorithm::ring;  // tree: all-reduce only
+  Algorithm algorithm = Algorithm::ring;  // tree: all-reduce only; nvls: one NVLink domain
   std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
   // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,
   // sendrecv and alltoall (all peers together); the gathered total (count * type size * n) for
@@ -38,7 +41,8 @@ struct CollectiveSpec {
   double bytes = 0;
   int root = 0;       // broadcast/reduce: index into `ranks`
   int channels = 1;   // parallel rings; channel c rotates the order inside every node by c
-  // Pipeline chunk per channel per step; 0 = no pipelining (one chunk carries the whole step).
+  // Pipeline chunk per channel per step (nvls: per rank's shard of a channel); 0 = no pipelining (one
+  // chunk carries the whole step).
   double chunk_bytes = 0;
   Fidelity fidelity = Fidelity::automatic;
   // Software overhead per step per chunk (kernel/proxy handshake), added to the route latency.

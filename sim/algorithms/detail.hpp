@@ -67,6 +67,12 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
 void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, int dst, double bytes,
                         double end, double shared);
 
+// The chunk level of a dag (trees, NVLS): every hop sends K chunks of `chunk` bytes, one at a time
+// (chunk k once chunk k - 1 is sent), chunk k of hop j once chunk k of every hop feeding j arrived.
+void add_dag_chunks(FlowGraph& graph, const CollectiveSpec& spec,
+                    const std::vector<std::pair<int, int>>& hops, const std::vector<std::vector<int>>& feeds,
+                    double chunk, int K);
+
 // allreduce, allgather, reducescatter.
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);
@@ -80,6 +86,12 @@ int trees_per_channel(const topologies::Topology& topo, const std::vector<int>& 
 int tree_nodes(const topologies::Topology& topo, const std::vector<int>& ranks);
 // allreduce with Algorithm::tree: NCCL's double binary tree across nodes, a chain inside each node.
 void add_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
+              int chunks);
+// NVLS (Algorithm::nvls) inside one NVLink domain: allreduce, reducescatter, allgather through the
+// NVSwitch's reduction and multicast (nvls.cpp). Hops a channel has: per shard, n reads and the
+// result (reductions), the owner's store and n multicast writes (all-reduce, all-gather).
+long long nvls_hops_per_channel(CollectiveOp op, long long n);
+void add_nvls(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);
 // alltoall (every ordered pair) and sendrecv (rank i -> rank i+1).
 void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);

@@ -250,6 +250,34 @@ std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeSha
   return cache.emplace(std::move(key), run_pipeline(hops, shape, count)).first->second;
 }
 
+std::vector<double> dag_hop_ends_estimate(const PipeHops& hops, std::size_t c, int K) {
+  const auto& feeds = hops.feeds[c];
+  const std::size_t n = hops.hops[c].size();
+  std::vector<double> end(n, 0.0);
+  // Longest path to each hop's first block's arrival, in an order where feeders come first.
+  std::vector<int> waiting(n, 0);
+  for (const auto& f : feeds)
+    for (const int j : f) ++waiting[static_cast<std::size_t>(j)];
+  std::vector<std::size_t> ready;
+  std::vector<double> start(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (waiting[i] == 0) ready.push_back(i);
+  const double slowest = hops.max_t[c];
+  while (!ready.empty()) {
+    const std::size_t i = ready.back();
+    ready.pop_back();
+    const PipeHop& h = hops.hops[c][i];
+    const double first_arrival = start[i] + h.t0 + h.a;
+    end[i] = first_arrival + (K - 1) * slowest;
+    for (const int j : feeds[i]) {
+      auto& sj = start[static_cast<std::size_t>(j)];
+      sj = std::max(sj, first_arrival);
+      if (--waiting[static_cast<std::size_t>(j)] == 0) ready.push_back(static_cast<std::size_t>(j));
+    }
+  }
+  return end;
+}
+
 PipelineMarks pipeline_channel_ends(const PipeHops& hops, PipeShape shape, int count, int mark) {
   PipelineMarks out;
   const auto ends = run_pipeline(hops, shape, count, mark, &out.at_mark);

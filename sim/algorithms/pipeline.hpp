@@ -86,6 +86,11 @@ enum class PipeShape {
 // sibling groups of the same shape.
 std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count);
 
+// A dag's hop ends for channel c beyond the pipeline budget: the longest path to each hop's first
+// block's arrival over uncontended block times (t0 + a), plus K - 1 of the channel's slowest shared
+// block time (max_t), the rate its busiest link lets the pipeline run at once it is full.
+std::vector<double> dag_hop_ends_estimate(const PipeHops& hops, std::size_t c, int K);
+
 // Each channel's end (latest arrival over its hops) after `mark` blocks and after all `count`, from
 // one run (not cached): the slope between the two is a pipeline's cycle once it is steady.
 struct PipelineMarks {

@@ -123,32 +123,7 @@ void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const C
   const bool run = static_cast<double>(hops) * K * static_cast<double>(trees.size()) <= kPipelineBudget;
   const auto ends = run ? pipeline_hop_ends(ph, PipeShape::dag, K) : std::vector<std::vector<double>>{};
   for (std::size_t c = 0; c < trees.size(); ++c) {
-    std::vector<double> end(hops, 0.0);
-    if (run) {
-      end = ends[c];
-    } else {
-      // Longest path to each hop's first chunk's arrival, in an order where feeders come first.
-      std::vector<int> waiting(hops, 0);
-      for (const auto& f : trees[c].feeds)
-        for (const int j : f) ++waiting[static_cast<std::size_t>(j)];
-      std::vector<std::size_t> ready;
-      std::vector<double> start(hops, 0.0);
-      for (std::size_t i = 0; i < hops; ++i)
-        if (waiting[i] == 0) ready.push_back(i);
-      const double slowest = ph.max_t[c];
-      while (!ready.empty()) {
-        const std::size_t i = ready.back();
-        ready.pop_back();
-        const PipeHop& h = ph.hops[c][i];
-        const double first_arrival = start[i] + h.t0 + h.a;
-        end[i] = first_arrival + (K - 1) * slowest;
-        for (const int j : trees[c].feeds[i]) {
-          auto& sj = start[static_cast<std::size_t>(j)];
-          sj = std::max(sj, first_arrival);
-          if (--waiting[static_cast<std::size_t>(j)] == 0) ready.push_back(static_cast<std::size_t>(j));
-        }
-      }
-    }
+    const std::vector<double> end = run ? ends[c] : dag_hop_ends_estimate(ph, c, K);
     // A channel's two trees chain the same GPUs inside each node: those hops of both go as one flow
     // of both trees' bytes (SimGrid gives it what it gives the two together; it arrives when the
     // later one would), which halves the flows inside nodes at 16384 GPUs.
@@ -206,25 +181,7 @@ void add_tree(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     add_coarse_tree(graph, topo, spec, trees, per_channel, chunk, K);
     return;
   }
-  for (const auto& t : trees) {
-    const int base = graph.size();
-    auto id = [&](std::size_t hop, int k) { return base + static_cast<int>(hop) * K + k; };
-    for (const auto& [src, dst] : t.hops)
-      for (int k = 0; k < K; ++k) {
-        Flow f;
-        f.src = src;
-        f.dst = dst;
-        f.bytes = chunk;
-        f.extra_latency_s = spec.step_overhead_s;
-        f.group = spec.group;
-        graph.add_flow(f);
-      }
-    for (std::size_t i = 0; i < t.hops.size(); ++i)
-      for (int k = 0; k < K; ++k) {
-        if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k), Dep::sent);
-        for (const int j : t.feeds[i]) graph.add_dependency(id(i, k), id(static_cast<std::size_t>(j), k));
-      }
-  }
+  for (const auto& t : trees) add_dag_chunks(graph, spec, t.hops, t.feeds, chunk, K);
 }
 
 }  // namespace commstack::sim::detail

@@ -13,8 +13,10 @@ namespace commstack::sim {
 // (route latency + extra_latency_s) the data has arrived. Latency does not occupy links, so
 // pipelined chunks overlap their latencies, as NCCL's FIFO slots do.
 struct Flow {
-  int src = -1;   // GPU rank (Topology numbering) that sends
-  int dst = -1;   // GPU rank that receives; src == dst is a local no-op flow
+  // Endpoints in Topology numbering: GPU ranks, then NVSwitches (Topology::endpoint_route; a flow
+  // between a GPU and its NVSwitch is NVLS's load-reduce or multicast store).
+  int src = -1;  // endpoint that sends
+  int dst = -1;  // endpoint that receives; src == dst is a local no-op flow
   double bytes = 0;
   // Latency after the transfer, on top of the route latency (Topology::path_latency) that the
   // Simulator adds itself: per-step software overhead, or latency that a coarse fidelity level

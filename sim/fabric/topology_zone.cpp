@@ -12,10 +12,11 @@ namespace sgr = simgrid::kernel::routing;
 
 TopologyZone::TopologyZone(const std::string& name, const topologies::Topology& topo)
     : NetZoneImpl(name), topo_(topo) {
-  // Hosts: one per GPU, named after the topology vertex. Compute speed is irrelevant (no Exec).
-  hosts_.reserve(static_cast<std::size_t>(topo.gpu_count()));
-  for (int r = 0; r < topo.gpu_count(); ++r) {
-    simgrid::s4u::Host* h = create_host(topo.vertex(topo.gpu_vertex(r)).name, {1e9});
+  // Hosts: one per flow endpoint (each GPU, then each NVSwitch for in-switch reduction), named
+  // after the topology vertex. Compute speed is irrelevant (no Exec).
+  hosts_.reserve(static_cast<std::size_t>(topo.endpoint_count()));
+  for (int r = 0; r < topo.endpoint_count(); ++r) {
+    simgrid::s4u::Host* h = create_host(topo.endpoint_vertex(r).name, {1e9});
     h->seal();
     const auto id = static_cast<std::size_t>(h->get_netpoint()->id());
     if (rank_of_netpoint_.size() <= id) rank_of_netpoint_.resize(id + 1, -1);
@@ -39,13 +40,13 @@ TopologyZone::TopologyZone(const std::string& name, const topologies::Topology& 
   }
 }
 
-const TopologyZone::CachedRoute& TopologyZone::lookup(int src_gpu, int dst_gpu) {
-  const auto key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src_gpu)) << 32) |
-                   static_cast<std::uint32_t>(dst_gpu);
+const TopologyZone::CachedRoute& TopologyZone::lookup(int src, int dst) {
+  const auto key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   CachedRoute cr;
-  const topologies::Path path = topo_.route(src_gpu, dst_gpu);
+  const topologies::Path path = topo_.endpoint_route(src, dst);
   cr.links.reserve(path.size());
   for (const auto& hop : path) {
     const auto l = static_cast<std::size_t>(hop.link);
@@ -55,9 +56,9 @@ const TopologyZone::CachedRoute& TopologyZone::lookup(int src_gpu, int dst_gpu) 
   return cache_.emplace(key, std::move(cr)).first->second;
 }
 
-double TopologyZone::route_latency(int src_gpu, int dst_gpu) {
-  if (src_gpu == dst_gpu) return 0;
-  return lookup(src_gpu, dst_gpu).latency_s;
+double TopologyZone::route_latency(int src, int dst) {
+  if (src == dst) return 0;
+  return lookup(src, dst).latency_s;
 }
 
 void TopologyZone::get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into,
@@ -66,7 +67,7 @@ void TopologyZone::get_local_route(const sgr::NetPoint* src, const sgr::NetPoint
   const auto d = static_cast<std::size_t>(dst->id());
   if (s >= rank_of_netpoint_.size() || d >= rank_of_netpoint_.size() || rank_of_netpoint_[s] < 0 ||
       rank_of_netpoint_[d] < 0) {
-    throw std::logic_error("TopologyZone: route asked for a netpoint that is not a GPU host");
+    throw std::logic_error("TopologyZone: route asked for a netpoint that is not an endpoint host");
   }
   const CachedRoute& cr = lookup(rank_of_netpoint_[s], rank_of_netpoint_[d]);
   into->link_list_.insert(into->link_list_.end(), cr.links.begin(), cr.links.end());

@@ -1,5 +1,6 @@
 #pragma once
-// The SimGrid side of a Topology: one host per GPU, one SimGrid link per link direction, and a
+// The SimGrid side of a Topology: one host per flow endpoint (GPU, or NVSwitch for in-switch
+// reduction: Topology::endpoint_route), one SimGrid link per link direction, and a
 // routing zone that answers SimGrid's route queries by asking Topology::route. A custom
 // NetZoneImpl is the fastest and smallest option in SimGrid 3.32 (no O(V^2) route tables, no
 // per-query graph search) and keeps routing (ECMP, rails, PXN) in one place: the topology's router.
@@ -25,12 +26,13 @@ public:
   TopologyZone(const std::string& name, const topologies::Topology& topo);
   ~TopologyZone() override = default;
 
-  simgrid::s4u::Host* host(int gpu_rank) const { return hosts_[static_cast<std::size_t>(gpu_rank)]; }
+  // Endpoints are numbered as Topology's: GPU ranks, then NVSwitches.
+  simgrid::s4u::Host* host(int endpoint) const { return hosts_[static_cast<std::size_t>(endpoint)]; }
   // One-way latency of the route src -> dst (sum of link latencies), cached.
-  double route_latency(int src_gpu, int dst_gpu);
+  double route_latency(int src, int dst);
   // The SimGrid links of the route src -> dst (src != dst), in order, cached.
-  const std::vector<simgrid::kernel::resource::StandardLinkImpl*>& route_links(int src_gpu, int dst_gpu) {
-    return lookup(src_gpu, dst_gpu).links;
+  const std::vector<simgrid::kernel::resource::StandardLinkImpl*>& route_links(int src, int dst) {
+    return lookup(src, dst).links;
   }
 
   void get_local_route(const simgrid::kernel::routing::NetPoint* src, const simgrid::kernel::routing::NetPoint* dst,
@@ -41,11 +43,11 @@ private:
     std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
     double latency_s = 0;
   };
-  const CachedRoute& lookup(int src_gpu, int dst_gpu);
+  const CachedRoute& lookup(int src, int dst);
 
   const topologies::Topology& topo_;
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<int> rank_of_netpoint_;  // NetPoint::id() -> GPU rank
+  std::vector<int> rank_of_netpoint_;                                   // NetPoint::id() -> endpoint
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> forward_;   // per topology link, a -> b
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> backward_;  // b -> a
   std::unordered_map<std::uint64_t, CachedRoute> cache_;

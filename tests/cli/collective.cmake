@@ -64,8 +64,19 @@ commstack_cli_error_test(NAME collective.tree_not_allgather
   ARGS collective --profile none --cluster dgx-h100 --algo tree --op allgather
   MATCH "--algo tree: the tree algorithm runs all-reduce only")
 commstack_cli_error_test(NAME collective.fabric_algo_unknown
-  ARGS collective --profile none --cluster dgx-h100 --algo nvls
-  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring or tree, not 'nvls'")
+  ARGS collective --profile none --cluster dgx-h100 --algo collnet
+  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree or nvls, not 'collnet'")
+# NVLS on the fabric (--profile none --algo nvls): one DGX H100 node, 1 GiB. Each GPU's 450 GB/s port
+# carries S + S/8 each way (a 2684 us bound, bus bandwidth 700 GB/s); pinned value.
+commstack_cli_test(NAME collective.nvls_allreduce_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 1 --algo nvls --min-bytes 1G --max-bytes 1G
+  MATCH "NVLS \\(reduction and multicast in the NVSwitch\\)[^\n]*\n.*  1073741824     268435456     float     sum      -1   2738.5  392.09  686.16    N/A")
+commstack_cli_error_test(NAME collective.nvls_across_nodes
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo nvls
+  MATCH "runs inside one NVLink domain, but GPUs 0 and 8 .* NVLSTree")
+commstack_cli_error_test(NAME collective.nvls_not_otf2
+  ARGS collective --profile none --cluster dgx-h100 --nodes 1 --algo nvls --otf2 /tmp/commstack-nvls-otf2
+  MATCH "--otf2 records messages between ranks")
 # The contention layer: on 16 nodes under 4:1 oversubscribed ToRs (4 nodes each) an alltoall's network
 # stage runs 4 x 12/15 = 3.2x slower than the NICs allow; the breakdown says so.
 commstack_cli_test(NAME collective.contention_oversubscribed_alltoall

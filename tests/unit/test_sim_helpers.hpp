@@ -2,6 +2,8 @@
 // Hand-built topologies for the sim tests (no dependency on the cluster builders).
 #include <fmt/format.h>
 
+#include "sim/algorithms/collective.hpp"
+#include "sim/engine/simulator.hpp"
 #include "topologies/topology.hpp"
 
 namespace commstack::sim::testing {
@@ -42,6 +44,27 @@ inline topologies::Topology two_level(int leaves, int per_leaf, double port_Bps,
     t.add_link(leaf, spine, uplink_Bps, hop_latency_s, LinkKind::network);
   }
   return t;
+}
+
+// A collective over `ranks` with the given algorithm, size, channels, chunk and fidelity.
+inline CollectiveSpec collective_spec(CollectiveOp op, Algorithm algorithm, std::vector<int> ranks, double bytes,
+                                      int channels, double chunk, Fidelity f) {
+  CollectiveSpec spec;
+  spec.op = op;
+  spec.algorithm = algorithm;
+  spec.ranks = std::move(ranks);
+  spec.bytes = bytes;
+  spec.channels = channels;
+  spec.chunk_bytes = chunk;
+  spec.fidelity = f;
+  return spec;
+}
+
+// The simulated duration of one collective alone.
+inline double run_alone(Simulator& sim, const CollectiveSpec& spec) {
+  FlowGraph g;
+  add_collective(g, sim.topology(), spec);
+  return sim.run(g).duration_s;
 }
 
 inline std::vector<int> iota_ranks(int n) {

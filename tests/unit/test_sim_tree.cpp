@@ -20,22 +20,10 @@ namespace {
 
 CollectiveSpec tree_allreduce(const std::vector<int>& ranks, double bytes, int channels, double chunk,
                               Fidelity f) {
-  CollectiveSpec spec;
-  spec.op = CollectiveOp::allreduce;
-  spec.algorithm = Algorithm::tree;
-  spec.ranks = ranks;
-  spec.bytes = bytes;
-  spec.channels = channels;
-  spec.chunk_bytes = chunk;
-  spec.fidelity = f;
-  return spec;
+  return testing::collective_spec(CollectiveOp::allreduce, Algorithm::tree, ranks, bytes, channels, chunk, f);
 }
 
-double run(Simulator& sim, const CollectiveSpec& spec) {
-  FlowGraph g;
-  add_collective(g, sim.topology(), spec);
-  return sim.run(g).duration_s;
-}
+double run(Simulator& sim, const CollectiveSpec& spec) { return testing::run_alone(sim, spec); }
 
 }  // namespace
 
@@ -150,7 +138,7 @@ TEST_CASE("sim tree: other collectives than all-reduce are refused") {
     FlowGraph g;
     CHECK_THROWS_WITH_AS(add_collective(g, topo, spec), doctest::Contains("all-reduce only"), InputError);
   }
-  CHECK_THROWS_WITH_AS(algorithm_from_string("nvls", "--algo"), doctest::Contains("ring or tree"),
+  CHECK_THROWS_WITH_AS(algorithm_from_string("collnet", "--algo"), doctest::Contains("ring, tree or nvls"),
                        InputError);
   CHECK(algorithm_from_string("Tree", "--algo") == Algorithm::tree);
 }
