@@ -68,6 +68,7 @@ double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
   // NCCL's Tree moves one slot per step (src/enqueue.cc: chunkSteps 1 but for Ring/Simple).
   if (algorithm == sim::Algorithm::tree) return 512.0 * 1024;
   if (algorithm == sim::Algorithm::nvls) return 128.0 * 1024;
+  if (algorithm == sim::Algorithm::pat) return 0;  // one transfer per aggregated step (pat.cpp)
   switch (op) {
     case sim::CollectiveOp::allreduce:
     case sim::CollectiveOp::allgather:
@@ -113,6 +114,11 @@ void run(const CollectiveOptions& o) {
   if (algorithm == sim::Algorithm::tree && op != sim::CollectiveOp::allreduce)
     throw InputError(fmt::format(
         "--algo {}: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", o.algo, o.op));
+  if (algorithm == sim::Algorithm::pat && o.chunk_bytes != "auto")
+    throw InputError(
+        fmt::format("--chunk-bytes {}: PAT moves each aggregated step as one transfer, there is no chunk to "
+                    "set; drop the flag",
+                    o.chunk_bytes));
   if (algorithm == sim::Algorithm::nvls && !o.otf2.empty())
     throw InputError(
         "--otf2 records messages between ranks, and NVLS moves its data through the NVSwitch: use --trace "
@@ -171,6 +177,7 @@ void run(const CollectiveOptions& o) {
         "uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
         base.algorithm == sim::Algorithm::tree   ? ", NCCL's double binary tree"
         : base.algorithm == sim::Algorithm::nvls ? ", NVLS (reduction and multicast in the NVSwitch)"
+        : base.algorithm == sim::Algorithm::pat  ? ", PAT (binomial trees, one aggregated transfer per step)"
                                                  : "");
   }
   if (use_stack && fabric_flags)
@@ -213,7 +220,8 @@ void run(const CollectiveOptions& o) {
     throw InputError(
         "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
         "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree or nvls");
+        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls or "
+        "pat");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -312,7 +320,7 @@ void register_collective(CLI::App& app) {
   sub->add_option(
          "--chunk-bytes", o->chunk_bytes,
          "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; nvls 128K of "
-         "each rank's shard; 0: none)")
+         "each rank's shard; pat none; 0: none)")
       ->capture_default_str();
   sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
       ->capture_default_str();
@@ -333,7 +341,9 @@ void register_collective(CLI::App& app) {
       "--algo", o->algo,
       "Stack model: force algorithms like NCCL_ALGO; with --profile none: ring (default), tree (all-reduce: "
       "NCCL's double binary tree across nodes, chains inside them) or nvls (all-reduce, reduce-scatter, "
-      "all-gather in one NVLink domain: the NVSwitch reduces and multicasts)");
+      "all-gather in one NVLink domain: the NVSwitch reduces and multicasts) or pat (all-gather, "
+      "reduce-scatter "
+      "at one GPU per node: NCCL's binomial trees)");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");

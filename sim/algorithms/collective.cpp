@@ -25,6 +25,7 @@ constexpr std::pair<Fidelity, const char*> kFidelities[] = {
 constexpr long long kHardFlowLimit = 50'000'000;
 
 void validate_nvls(const topologies::Topology& topo, const CollectiveSpec& spec);
+void validate_pat(const topologies::Topology& topo, const CollectiveSpec& spec);
 
 void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
   if (spec.ranks.empty()) throw InputError("collective: the communicator has no rank");
@@ -61,6 +62,33 @@ void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
         "collective: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", to_string(spec.op)));
   }
   if (spec.algorithm == Algorithm::nvls) validate_nvls(topo, spec);
+  if (spec.algorithm == Algorithm::pat) validate_pat(topo, spec);
+}
+
+// NCCL enables PAT for all-gather and reduce-scatter when every rank is on its own node
+// (src/graph/tuning.cc, ncclPatEnable: comm->nNodes == comm->nRanks; Simple only), and runs each
+// aggregated step as one transfer.
+void validate_pat(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  if (spec.op != CollectiveOp::allgather && spec.op != CollectiveOp::reducescatter) {
+    throw InputError(
+        fmt::format("collective: the pat algorithm runs allgather and reducescatter (as NCCL's PAT), not {}",
+                    to_string(spec.op)));
+  }
+  const int nodes = detail::tree_nodes(topo, spec.ranks);
+  if (nodes != static_cast<int>(spec.ranks.size())) {
+    throw InputError(
+        fmt::format("collective: the pat algorithm needs one GPU per node (NCCL runs PAT only then), but the "
+                    "{} ranks span {} "
+                    "node(s) of topology '{}'",
+                    spec.ranks.size(), nodes, topo.name));
+  }
+  if (spec.chunk_bytes > 0) {
+    throw InputError(
+        fmt::format("collective: the pat algorithm moves each aggregated step as one transfer; a chunk size "
+                    "({} bytes) does "
+                    "not apply to it",
+                    spec.chunk_bytes));
+  }
 }
 
 // NVLS needs every rank on one NVSwitch (NCCL's NVLS inside an NVLink domain; across domains NCCL
@@ -126,6 +154,7 @@ std::string to_string(Algorithm a) {
     case Algorithm::ring: return "ring";
     case Algorithm::tree: return "tree";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::pat: return "pat";
   }
   return "?";
 }
@@ -133,13 +162,12 @@ std::string to_string(Algorithm a) {
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
   std::string lower;
   for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls})
+  for (const Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::pat})
     if (lower == to_string(a)) return a;
-  throw InputError(
-      fmt::format("{}: the SimGrid fabric simulation runs algorithm ring, tree or nvls, not '{}' (NVLSTree, "
-                  "CollNet and PAT "
-                  "are modelled by the stack model: drop --profile none)",
-                  flag, name));
+  throw InputError(fmt::format(
+      "{}: the SimGrid fabric simulation runs algorithm ring, tree, nvls or pat, not '{}' (NVLSTree and "
+      "CollNet are modelled by the stack model: drop --profile none)",
+      flag, name));
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int nranks) {
@@ -208,6 +236,10 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
   }
   if (spec.algorithm == Algorithm::nvls) {
     detail::add_nvls(graph, topo, spec, plan.fidelity, plan.chunks);
+    return plan;
+  }
+  if (spec.algorithm == Algorithm::pat) {
+    detail::add_pat(graph, topo, spec);
     return plan;
   }
   switch (spec.op) {
@@ -325,6 +357,12 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
     c.step = n < 2 ? 0 : ch * nvls_hops_per_channel(spec.op, n);
     c.chunk = c.step * c.chunks;
     c.edge = n < 2 ? 0 : 2 * n;
+    return c;
+  }
+  if (spec.algorithm == Algorithm::pat) {
+    // One flow per rank and step at every level (pat.cpp).
+    c.chunk = c.step = c.edge =
+        ch * n * static_cast<long long>(pat_schedule(static_cast<int>(n)).steps.size());
     return c;
   }
   if (spec.algorithm == Algorithm::tree) {

@@ -25,15 +25,17 @@ Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 // channel's ring); NCCL's Tree for all-reduce (a reduction up and a broadcast down, pipelined by
 // chunks, over the double binary tree across nodes and a chain inside each node); NCCL's NVLS for
 // all-reduce, reduce-scatter and all-gather inside one NVLink domain (the NVSwitch reduces and
-// multicasts: nvls.cpp). Every other op has one pattern.
-enum class Algorithm { ring, tree, nvls };
+// multicasts: nvls.cpp); NCCL's PAT for all-gather and reduce-scatter at one GPU per node (binomial
+// trees, one aggregated transfer per rank and step: pat.cpp). Every other op has one pattern.
+enum class Algorithm { ring, tree, nvls, pat };
 std::string to_string(Algorithm a);
-// "ring" / "tree" / "nvls", any case (NCCL_ALGO's names); throws InputError naming `flag`.
+// "ring" / "tree" / "nvls" / "pat", any case (NCCL_ALGO's names); throws InputError naming `flag`.
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
-  Algorithm algorithm = Algorithm::ring;  // tree: all-reduce only; nvls: one NVLink domain
+  // tree: all-reduce only; nvls: one NVLink domain; pat: all-gather / reduce-scatter, a GPU per node
+  Algorithm algorithm = Algorithm::ring;
   std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
   // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,
   // sendrecv and alltoall (all peers together); the gathered total (count * type size * n) for

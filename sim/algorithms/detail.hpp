@@ -93,6 +93,19 @@ void add_tree(FlowGraph& graph, const topologies::Topology& topo, const Collecti
 long long nvls_hops_per_channel(CollectiveOp op, long long n);
 void add_nvls(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);
+// PAT (Algorithm::pat) at one GPU per node: all-gather and reduce-scatter over binomial trees of
+// the ranks, each step aggregated into one transfer per rank (pat.cpp). Step t of the all-gather
+// sends `chunks` ranks' chunks `distance` ranks further on (reduce-scatter: the steps reversed,
+// `distance` ranks back).
+struct PatStep {
+  int distance = 0;
+  int chunks = 0;
+};
+struct PatSchedule {
+  std::vector<PatStep> steps;  // the all-gather's order: farthest peer (one chunk) first
+};
+PatSchedule pat_schedule(int n);
+void add_pat(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
 // alltoall (every ordered pair) and sendrecv (rank i -> rank i+1).
 void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
 void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,

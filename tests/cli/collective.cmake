@@ -65,12 +65,23 @@ commstack_cli_error_test(NAME collective.tree_not_allgather
   MATCH "--algo tree: the tree algorithm runs all-reduce only")
 commstack_cli_error_test(NAME collective.fabric_algo_unknown
   ARGS collective --profile none --cluster dgx-h100 --algo collnet
-  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree or nvls, not 'collnet'")
+  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree, nvls or pat, not 'collnet'")
 # NVLS on the fabric (--profile none --algo nvls): one DGX H100 node, 1 GiB. Each GPU's 450 GB/s port
 # carries S + S/8 each way (a 2684 us bound, bus bandwidth 700 GB/s); pinned value.
 commstack_cli_test(NAME collective.nvls_allreduce_pinned
   ARGS collective --profile none --cluster dgx-h100 --nodes 1 --algo nvls --min-bytes 1G --max-bytes 1G
   MATCH "NVLS \\(reduction and multicast in the NVSwitch\\)[^\n]*\n.*  1073741824     268435456     float     sum      -1   2738.5  392.09  686.16    N/A")
+# PAT on the fabric (--algo pat): 16 DGX H100 nodes at one GPU each, a 64 KiB all-gather in log2 16 = 4
+# aggregated steps (10.03 us) where the ring takes 15 (34.23 us); pinned value.
+commstack_cli_test(NAME collective.pat_allgather_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 16 --gpus-per-node 1 --algo pat --op allgather --min-bytes 64K --max-bytes 64K
+  MATCH "PAT \\(binomial trees, one aggregated transfer per step\\)[^\n]*\n.*       65536          1024     float    none      -1    10.03    6.53    6.13    N/A")
+commstack_cli_error_test(NAME collective.pat_one_gpu_per_node
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo pat --op allgather
+  MATCH "the pat algorithm needs one GPU per node .* the 16 ranks span 2 node")
+commstack_cli_error_test(NAME collective.pat_no_chunk
+  ARGS collective --profile none --cluster dgx-h100 --nodes 4 --gpus-per-node 1 --algo pat --op allgather --chunk-bytes 1M
+  MATCH "--chunk-bytes 1M: PAT moves each aggregated step as one transfer")
 commstack_cli_error_test(NAME collective.nvls_across_nodes
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo nvls
   MATCH "runs inside one NVLink domain, but GPUs 0 and 8 .* NVLSTree")
