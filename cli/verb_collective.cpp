@@ -67,7 +67,7 @@ int default_channels(const topologies::Topology& topo) {
 double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
   // NCCL's Tree moves one slot per step (src/enqueue.cc: chunkSteps 1 but for Ring/Simple).
   if (algorithm == sim::Algorithm::tree) return 512.0 * 1024;
-  if (algorithm == sim::Algorithm::nvls) return 128.0 * 1024;
+  if (algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree) return 128.0 * 1024;
   if (algorithm == sim::Algorithm::pat) return 0;  // one transfer per aggregated step (pat.cpp)
   switch (op) {
     case sim::CollectiveOp::allreduce:
@@ -119,7 +119,7 @@ void run(const CollectiveOptions& o) {
         fmt::format("--chunk-bytes {}: PAT moves each aggregated step as one transfer, there is no chunk to "
                     "set; drop the flag",
                     o.chunk_bytes));
-  if (algorithm == sim::Algorithm::nvls && !o.otf2.empty())
+  if ((algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree) && !o.otf2.empty())
     throw InputError(
         "--otf2 records messages between ranks, and NVLS moves its data through the NVSwitch: use --trace "
         "for "
@@ -177,8 +177,10 @@ void run(const CollectiveOptions& o) {
         "uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
         base.algorithm == sim::Algorithm::tree   ? ", NCCL's double binary tree"
         : base.algorithm == sim::Algorithm::nvls ? ", NVLS (reduction and multicast in the NVSwitch)"
-        : base.algorithm == sim::Algorithm::pat  ? ", PAT (binomial trees, one aggregated transfer per step)"
-                                                 : "");
+        : base.algorithm == sim::Algorithm::nvlstree
+            ? ", NVLSTree (NVLS in each NVLink domain, NCCL's double binary tree between them)"
+        : base.algorithm == sim::Algorithm::pat ? ", PAT (binomial trees, one aggregated transfer per step)"
+                                                : "");
   }
   if (use_stack && fabric_flags)
     throw InputError(
@@ -320,7 +322,7 @@ void register_collective(CLI::App& app) {
   sub->add_option(
          "--chunk-bytes", o->chunk_bytes,
          "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; nvls 128K of "
-         "each rank's shard; pat none; 0: none)")
+         "each rank's shard, nvlstree of each half-shard; pat none; 0: none)")
       ->capture_default_str();
   sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
       ->capture_default_str();
@@ -341,7 +343,8 @@ void register_collective(CLI::App& app) {
       "--algo", o->algo,
       "Stack model: force algorithms like NCCL_ALGO; with --profile none: ring (default), tree (all-reduce: "
       "NCCL's double binary tree across nodes, chains inside them) or nvls (all-reduce, reduce-scatter, "
-      "all-gather in one NVLink domain: the NVSwitch reduces and multicasts) or pat (all-gather, "
+      "all-gather in one NVLink domain: the NVSwitch reduces and multicasts), nvlstree (all-reduce across "
+      "NVLink domains: NVLS in each, NCCL's double binary tree between them) or pat (all-gather, "
       "reduce-scatter "
       "at one GPU per node: NCCL's binomial trees)");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");

@@ -26,6 +26,7 @@ constexpr long long kHardFlowLimit = 50'000'000;
 
 void validate_nvls(const topologies::Topology& topo, const CollectiveSpec& spec);
 void validate_pat(const topologies::Topology& topo, const CollectiveSpec& spec);
+void validate_nvls_tree(const topologies::Topology& topo, const CollectiveSpec& spec);
 
 void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
   if (spec.ranks.empty()) throw InputError("collective: the communicator has no rank");
@@ -63,6 +64,40 @@ void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
   }
   if (spec.algorithm == Algorithm::nvls) validate_nvls(topo, spec);
   if (spec.algorithm == Algorithm::pat) validate_pat(topo, spec);
+  if (spec.algorithm == Algorithm::nvlstree) validate_nvls_tree(topo, spec);
+}
+
+// NCCL's NVLSTree is an all-reduce across NVLink domains with the same GPUs in each.
+void validate_nvls_tree(const topologies::Topology& topo, const CollectiveSpec& spec) {
+  if (spec.op != CollectiveOp::allreduce) {
+    throw InputError(
+        fmt::format("collective: the nvlstree algorithm runs allreduce only (as NCCL's NVLSTree), not {}",
+                    to_string(spec.op)));
+  }
+  for (const int r : spec.ranks) {
+    if (topo.nvswitch_endpoint(r) < 0) {
+      throw InputError(fmt::format(
+          "collective: the nvlstree algorithm needs GPUs on NVSwitches; GPU {} of topology '{}' has none", r,
+          topo.name));
+    }
+  }
+  const auto domains = detail::nvls_domains(topo, spec.ranks);
+  if (domains.size() < 2) {
+    throw InputError(
+        fmt::format("collective: the nvlstree algorithm joins several NVLink domains, but all {} ranks are "
+                    "on one NVSwitch: "
+                    "NCCL runs NVLS there (--algo nvls)",
+                    spec.ranks.size()));
+  }
+  for (const auto& d : domains) {
+    if (d.size() != domains.front().size()) {
+      throw InputError(
+          fmt::format("collective: the nvlstree algorithm needs the same number of ranks in every NVLink "
+                      "domain (got {} and "
+                      "{})",
+                      domains.front().size(), d.size()));
+    }
+  }
 }
 
 // NCCL enables PAT for all-gather and reduce-scatter when every rank is on its own node
@@ -112,9 +147,7 @@ void validate_nvls(const topologies::Topology& topo, const CollectiveSpec& spec)
     if (topo.nvswitch_endpoint(r) != nvswitch) {
       throw InputError(fmt::format(
           "collective: the nvls algorithm runs inside one NVLink domain, but GPUs {} and {} of topology '{}' "
-          "are "
-          "on different NVSwitches; across domains NCCL runs NVLSTree, which the stack model predicts (drop "
-          "--profile none)",
+          "are on different NVSwitches; across domains NCCL runs NVLSTree (--algo nvlstree)",
           spec.ranks.front(), r, topo.name));
     }
   }
@@ -154,6 +187,7 @@ std::string to_string(Algorithm a) {
     case Algorithm::ring: return "ring";
     case Algorithm::tree: return "tree";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::nvlstree: return "nvlstree";
     case Algorithm::pat: return "pat";
   }
   return "?";
@@ -162,11 +196,12 @@ std::string to_string(Algorithm a) {
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
   std::string lower;
   for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::pat})
+  for (const Algorithm a :
+       {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvlstree, Algorithm::pat})
     if (lower == to_string(a)) return a;
   throw InputError(fmt::format(
-      "{}: the SimGrid fabric simulation runs algorithm ring, tree, nvls or pat, not '{}' (NVLSTree and "
-      "CollNet are modelled by the stack model: drop --profile none)",
+      "{}: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree or pat, not '{}' (CollNet "
+      "is modelled by the stack model: drop --profile none)",
       flag, name));
 }
 
@@ -214,10 +249,13 @@ CollectivePlan plan_collective(const topologies::Topology& topo, const Collectiv
   CollectivePlan plan;
   plan.chunks = c.chunks;
   Fidelity level = spec.fidelity;
-  if (level == Fidelity::automatic && spec.algorithm == Algorithm::nvls) {
+  if (level == Fidelity::automatic &&
+      (spec.algorithm == Algorithm::nvls || spec.algorithm == Algorithm::nvlstree)) {
     // Every NVLS hop crosses one link, which the pipeline run outside SimGrid shares as SimGrid
     // does: the edge level ends where the chunk level does (nvls.cpp), in 2n flows instead of
     // thousands that SimGrid re-shares at every completion (NVL72, 1 MiB: 0.2 s against 7 s).
+    // NVLSTree's network hops share their links max-min in that run: within 0.9% of the chunk level
+    // on 2 to 16 DGX H100 nodes and two NVL72 racks (docs/simulator.md), 20-100x faster.
     level = Fidelity::edge;
   }
   if (level == Fidelity::automatic) {
@@ -240,6 +278,10 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
   }
   if (spec.algorithm == Algorithm::pat) {
     detail::add_pat(graph, topo, spec);
+    return plan;
+  }
+  if (spec.algorithm == Algorithm::nvlstree) {
+    detail::add_nvls_tree(graph, topo, spec, plan.fidelity, plan.chunks);
     return plan;
   }
   switch (spec.op) {
@@ -318,28 +360,6 @@ void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, i
   graph.add_flow(f);
 }
 
-void add_dag_chunks(FlowGraph& graph, const CollectiveSpec& spec,
-                    const std::vector<std::pair<int, int>>& hops, const std::vector<std::vector<int>>& feeds,
-                    double chunk, int K) {
-  const int base = graph.size();
-  auto id = [&](std::size_t hop, int k) { return base + static_cast<int>(hop) * K + k; };
-  for (const auto& [src, dst] : hops)
-    for (int k = 0; k < K; ++k) {
-      Flow f;
-      f.src = src;
-      f.dst = dst;
-      f.bytes = chunk;
-      f.extra_latency_s = spec.step_overhead_s;
-      f.group = spec.group;
-      graph.add_flow(f);
-    }
-  for (std::size_t i = 0; i < hops.size(); ++i)
-    for (int k = 0; k < K; ++k) {
-      if (k > 0) graph.add_dependency(id(i, k - 1), id(i, k), Dep::sent);
-      for (const int j : feeds[i]) graph.add_dependency(id(i, k), id(static_cast<std::size_t>(j), k));
-    }
-}
-
 int chunk_count(double bytes, double chunk_bytes) {
   if (chunk_bytes <= 0 || bytes <= chunk_bytes) return 1;
   const double k = std::ceil(bytes / chunk_bytes);
@@ -357,6 +377,25 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
     c.step = n < 2 ? 0 : ch * nvls_hops_per_channel(spec.op, n);
     c.chunk = c.step * c.chunks;
     c.edge = n < 2 ? 0 : 2 * n;
+    return c;
+  }
+  if (spec.algorithm == Algorithm::nvlstree) {
+    // Every hop of the dag at the step level, K chunks of a half-shard each at the chunk level, one
+    // flow per pair of endpoints at the edge level (dag.cpp).
+    const ChannelDag dag = nvls_tree_dag(topo, spec.ranks);
+    const auto g = static_cast<double>(nvls_domains(topo, spec.ranks).front().size());
+    c.chunks = chunk_count(spec.bytes / (g * 2 * static_cast<double>(ch)), spec.chunk_bytes);
+    c.step = ch * static_cast<long long>(dag.hops.size());
+    c.chunk = c.step * c.chunks;
+    std::set<std::pair<int, int>> ports;
+    long long between_gpus = 0;
+    for (const auto& [src, dst] : dag.hops) {
+      if (dag_port_hop(topo, src, dst))
+        ports.emplace(src, dst);
+      else
+        ++between_gpus;
+    }
+    c.edge = static_cast<long long>(ports.size()) + ch * between_gpus;
     return c;
   }
   if (spec.algorithm == Algorithm::pat) {

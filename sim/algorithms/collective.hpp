@@ -1,7 +1,7 @@
 #pragma once
-// NCCL-style ring-family and tree collectives and direct all-to-all / send-recv, decomposed into the
-// point-to-point flows of a FlowGraph. What each op moves, and the three fidelity levels, are
-// described in docs/simulator.md.
+// NCCL-style ring-family, tree, NVLS, NVLSTree and PAT collectives and direct all-to-all / send-recv,
+// decomposed into the point-to-point flows of a FlowGraph. What each op moves, and the three fidelity levels,
+// are described in docs/simulator.md.
 #include <string>
 #include <vector>
 
@@ -25,16 +25,19 @@ Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 // channel's ring); NCCL's Tree for all-reduce (a reduction up and a broadcast down, pipelined by
 // chunks, over the double binary tree across nodes and a chain inside each node); NCCL's NVLS for
 // all-reduce, reduce-scatter and all-gather inside one NVLink domain (the NVSwitch reduces and
-// multicasts: nvls.cpp); NCCL's PAT for all-gather and reduce-scatter at one GPU per node (binomial
+// multicasts: nvls.cpp), and NVLSTree across domains (NVLS inside each, the double binary tree between
+// them: nvls_tree.cpp); NCCL's PAT for all-gather and reduce-scatter at one GPU per node (binomial
 // trees, one aggregated transfer per rank and step: pat.cpp). Every other op has one pattern.
-enum class Algorithm { ring, tree, nvls, pat };
+enum class Algorithm { ring, tree, nvls, nvlstree, pat };
 std::string to_string(Algorithm a);
-// "ring" / "tree" / "nvls" / "pat", any case (NCCL_ALGO's names); throws InputError naming `flag`.
+// "ring" / "tree" / "nvls" / "nvlstree" / "pat", any case (NCCL_ALGO's names); throws InputError naming
+// `flag`.
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
-  // tree: all-reduce only; nvls: one NVLink domain; pat: all-gather / reduce-scatter, a GPU per node
+  // tree: all-reduce only; nvls: one NVLink domain; nvlstree: all-reduce over several domains; pat:
+  // all-gather / reduce-scatter, a GPU per node
   Algorithm algorithm = Algorithm::ring;
   std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
   // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,

@@ -72,6 +72,22 @@ void add_pipelined_flow(FlowGraph& graph, const CollectiveSpec& spec, int src, i
 void add_dag_chunks(FlowGraph& graph, const CollectiveSpec& spec,
                     const std::vector<std::pair<int, int>>& hops, const std::vector<std::vector<int>>& feeds,
                     double chunk, int K);
+// One channel's hops (sender, receiver endpoints) and which hops each one feeds (PipeShape::dag).
+struct ChannelDag {
+  std::vector<std::pair<int, int>> hops;
+  std::vector<std::vector<int>> feeds;
+  int add(int src, int dst) {  // a new hop, feeding nothing yet
+    hops.emplace_back(src, dst);
+    feeds.emplace_back();
+    return static_cast<int>(hops.size()) - 1;
+  }
+};
+// Every channel runs `dag` with K chunks of `chunk` bytes a hop: add_dag_chunks at the chunk level;
+// the step level one flow per hop, the edge level one per NVSwitch port direction (dag_port_hop) and
+// one per hop between GPUs, each timed by the chunk level's pipeline run outside SimGrid (dag.cpp).
+bool dag_port_hop(const topologies::Topology& topo, int src, int dst);
+void add_dag(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+             const ChannelDag& dag, Fidelity level, double chunk, int K);
 
 // allreduce, allgather, reducescatter.
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
@@ -93,6 +109,13 @@ void add_tree(FlowGraph& graph, const topologies::Topology& topo, const Collecti
 long long nvls_hops_per_channel(CollectiveOp op, long long n);
 void add_nvls(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks);
+// NVLSTree (Algorithm::nvlstree): NVLS inside each NVLink domain, NCCL's double binary tree between
+// the domains' heads of the same index (nvls_tree.cpp). nvls_domains: the ranks grouped by their
+// NVSwitch, in order of first appearance.
+std::vector<std::vector<int>> nvls_domains(const topologies::Topology& topo, const std::vector<int>& ranks);
+ChannelDag nvls_tree_dag(const topologies::Topology& topo, const std::vector<int>& ranks);
+void add_nvls_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+                   Fidelity level, int chunks);
 // PAT (Algorithm::pat) at one GPU per node: all-gather and reduce-scatter over binomial trees of
 // the ranks, each step aggregated into one transfer per rank (pat.cpp). Step t of the all-gather
 // sends `chunks` ranks' chunks `distance` ranks further on (reduce-scatter: the steps reversed,

@@ -65,7 +65,7 @@ commstack_cli_error_test(NAME collective.tree_not_allgather
   MATCH "--algo tree: the tree algorithm runs all-reduce only")
 commstack_cli_error_test(NAME collective.fabric_algo_unknown
   ARGS collective --profile none --cluster dgx-h100 --algo collnet
-  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree, nvls or pat, not 'collnet'")
+  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree or pat, not 'collnet'")
 # NVLS on the fabric (--profile none --algo nvls): one DGX H100 node, 1 GiB. Each GPU's 450 GB/s port
 # carries S + S/8 each way (a 2684 us bound, bus bandwidth 700 GB/s); pinned value.
 commstack_cli_test(NAME collective.nvls_allreduce_pinned
@@ -82,6 +82,11 @@ commstack_cli_error_test(NAME collective.pat_one_gpu_per_node
 commstack_cli_error_test(NAME collective.pat_no_chunk
   ARGS collective --profile none --cluster dgx-h100 --nodes 4 --gpus-per-node 1 --algo pat --op allgather --chunk-bytes 1M
   MATCH "--chunk-bytes 1M: PAT moves each aggregated step as one transfer")
+# NVLSTree on the fabric (--algo nvlstree): 2 DGX H100 nodes, 1 GiB. Each node's 8 NICs and each GPU's
+# NVLink port both bound it at S / 400 GB/s (2684 us, bus bandwidth 750 GB/s); pinned value.
+commstack_cli_test(NAME collective.nvlstree_allreduce_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo nvlstree --min-bytes 1G --max-bytes 1G
+  MATCH "NVLSTree \\(NVLS in each NVLink domain[^\n]*\n.*  1073741824     268435456     float     sum      -1   2841.0  377.94  708.64    N/A")
 commstack_cli_error_test(NAME collective.nvls_across_nodes
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo nvls
   MATCH "runs inside one NVLink domain, but GPUs 0 and 8 .* NVLSTree")

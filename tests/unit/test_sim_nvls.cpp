@@ -155,6 +155,61 @@ TEST_CASE("sim nvls: what NCCL does not run as NVLS is refused with the reason")
       plan_collective(no_switch, nvls(CollectiveOp::allreduce, 4, 1e6, 1, 0, Fidelity::automatic)),
       doctest::Contains("needs GPUs on an NVSwitch"), InputError);
   CHECK(algorithm_from_string("NVLS", "--algo") == Algorithm::nvls);
-  CHECK_THROWS_WITH_AS(algorithm_from_string("nvlstree", "--algo"),
-                       doctest::Contains("ring, tree, nvls or pat"), InputError);
+  CHECK_THROWS_WITH_AS(algorithm_from_string("collnetdirect", "--algo"),
+                       doctest::Contains("ring, tree, nvls, nvlstree or pat"), InputError);
+}
+
+TEST_CASE("sim nvlstree: two DGX H100 nodes, bound S / (8 x 50 GB/s); the coarse levels agree within 1%") {
+  // Each head (one per GPU) owns S/8: its domain's NVLS reduction, one half up and down each tree,
+  // the NVLS store. A node's 8 NICs send S in all (half of every shard up one tree, the other half
+  // down the other), its 450 GB/s ports S + S/8 each way: both bounds are S / 400 GB/s.
+  const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2);
+  Simulator sim(topo);
+  const double S = 268435456.0;
+  auto spec = [&](Fidelity f) {
+    return testing::collective_spec(CollectiveOp::allreduce, Algorithm::nvlstree, testing::iota_ranks(16), S,
+                                    1, 131072, f);
+  };
+  const double chunk = testing::run_alone(sim, spec(Fidelity::chunk));
+  CHECK(chunk >= S / 400e9);
+  CHECK(chunk <= S / 400e9 * 1.05);
+  for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
+    CAPTURE(to_string(f));
+    CHECK(testing::run_alone(sim, spec(f)) == doctest::Approx(chunk).epsilon(0.01));
+  }
+  const CollectivePlan automatic = plan_collective(topo, spec(Fidelity::automatic));
+  CHECK(automatic.fidelity == Fidelity::edge);
+  // 8 GPUs x 2 nodes x 2 port directions, and each head pair's transfer both ways.
+  CHECK(automatic.flows == 32 + 16);
+}
+
+TEST_CASE("sim nvlstree: four DGX H100 nodes, the coarse levels within 1% of the chunk level") {
+  const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
+  Simulator sim(topo);
+  for (const double S : {65536.0, 8388608.0}) {
+    CAPTURE(S);
+    auto spec = [&](Fidelity f) {
+      return testing::collective_spec(CollectiveOp::allreduce, Algorithm::nvlstree, testing::iota_ranks(32),
+                                      S, 2, 131072, f);
+    };
+    const double chunk = testing::run_alone(sim, spec(Fidelity::chunk));
+    for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
+      CAPTURE(to_string(f));
+      CHECK(testing::run_alone(sim, spec(f)) == doctest::Approx(chunk).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("sim nvlstree: what NCCL does not run as NVLSTree is refused with the reason") {
+  const auto one = topologies::build_topology(topologies::load_cluster("dgx-h100"), 1);
+  auto spec = testing::collective_spec(CollectiveOp::allreduce, Algorithm::nvlstree, testing::iota_ranks(8),
+                                       1e6, 1, 0, Fidelity::automatic);
+  CHECK_THROWS_WITH_AS(plan_collective(one, spec), doctest::Contains("NCCL runs NVLS there"), InputError);
+  const auto two = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2);
+  spec.ranks = {0, 1, 2, 8};
+  CHECK_THROWS_WITH_AS(plan_collective(two, spec), doctest::Contains("same number of ranks"), InputError);
+  spec.ranks = testing::iota_ranks(16);
+  spec.op = CollectiveOp::allgather;
+  CHECK_THROWS_WITH_AS(plan_collective(two, spec), doctest::Contains("allreduce only"), InputError);
+  CHECK(algorithm_from_string("NVLSTree", "--algo") == Algorithm::nvlstree);
 }
