@@ -277,7 +277,7 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
     return plan;
   }
   if (spec.algorithm == Algorithm::pat) {
-    detail::add_pat(graph, topo, spec);
+    detail::add_pat(graph, spec);
     return plan;
   }
   if (spec.algorithm == Algorithm::nvlstree) {

@@ -128,7 +128,7 @@ struct PatSchedule {
   std::vector<PatStep> steps;  // the all-gather's order: farthest peer (one chunk) first
 };
 PatSchedule pat_schedule(int n);
-void add_pat(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
+void add_pat(FlowGraph& graph, const CollectiveSpec& spec);
 // alltoall (every ordered pair) and sendrecv (rank i -> rank i+1).
 void add_alltoall(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec);
 void add_sendrecv(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,

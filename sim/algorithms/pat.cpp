@@ -34,8 +34,7 @@ PatSchedule pat_schedule(int n) {
   return s;
 }
 
-void add_pat(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec) {
-  (void)topo;
+void add_pat(FlowGraph& graph, const CollectiveSpec& spec) {
   const auto n = static_cast<int>(spec.ranks.size());
   if (n < 2) return;
   const PatSchedule sched = pat_schedule(n);
