@@ -65,8 +65,10 @@ int default_channels(const topologies::Topology& topo) {
 // slot, as does a tree all-reduce; point-to-point flows are not chunked here (a chunked connection
 // only overlaps latencies). NVLS moves 128 KiB of each rank's shard at a time (NCCL_NVLS_CHUNKSIZE).
 double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
-  // NCCL's Tree moves one slot per step (src/enqueue.cc: chunkSteps 1 but for Ring/Simple).
-  if (algorithm == sim::Algorithm::tree) return 512.0 * 1024;
+  // NCCL's Tree and CollNetDirect move one slot per step (src/enqueue.cc: chunkSteps 1 but for
+  // Ring/Simple; CollNetDirect a slot per head), CollNetChain at most 256 KiB.
+  if (algorithm == sim::Algorithm::tree || algorithm == sim::Algorithm::collnet_direct) return 512.0 * 1024;
+  if (algorithm == sim::Algorithm::collnet_chain) return 256.0 * 1024;
   if (algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree) return 128.0 * 1024;
   if (algorithm == sim::Algorithm::pat) return 0;  // one transfer per aggregated step (pat.cpp)
   switch (op) {
@@ -119,11 +121,15 @@ void run(const CollectiveOptions& o) {
         fmt::format("--chunk-bytes {}: PAT moves each aggregated step as one transfer, there is no chunk to "
                     "set; drop the flag",
                     o.chunk_bytes));
-  if ((algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree) && !o.otf2.empty())
+  const bool in_switch = algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree ||
+                         algorithm == sim::Algorithm::collnet_direct ||
+                         algorithm == sim::Algorithm::collnet_chain;
+  if (in_switch && !o.otf2.empty())
     throw InputError(
-        "--otf2 records messages between ranks, and NVLS moves its data through the NVSwitch: use --trace "
-        "for "
-        "its flows");
+        fmt::format("--otf2 records messages between ranks, and --algo {} moves its data through switches "
+                    "that reduce: use "
+                    "--trace for its flows",
+                    o.algo));
   const double chunk = o.chunk_bytes == "auto"
                            ? default_chunk(op, algorithm)
                            : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
@@ -180,7 +186,11 @@ void run(const CollectiveOptions& o) {
         : base.algorithm == sim::Algorithm::nvlstree
             ? ", NVLSTree (NVLS in each NVLink domain, NCCL's double binary tree between them)"
         : base.algorithm == sim::Algorithm::pat ? ", PAT (binomial trees, one aggregated transfer per step)"
-                                                : "");
+        : base.algorithm == sim::Algorithm::collnet_direct
+            ? ", CollNetDirect (scatter to the NIC heads, SHARP reduction in the fabric switches, gather)"
+        : base.algorithm == sim::Algorithm::collnet_chain
+            ? ", CollNetChain (a chain to the NIC head in each node, SHARP reduction in the fabric switches)"
+            : "");
   }
   if (use_stack && fabric_flags)
     throw InputError(
@@ -222,8 +232,8 @@ void run(const CollectiveOptions& o) {
     throw InputError(
         "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
         "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls or "
-        "pat");
+        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls, "
+        "nvlstree, pat, collnetdirect or collnetchain");
   }
   std::vector<std::string> breakdown_lines;
 
@@ -236,6 +246,10 @@ void run(const CollectiveOptions& o) {
     p.size = sim::sweep_size(op, sizes[i], n, info.type_size);
     sim::CollectiveSpec cs = base;
     cs.bytes = static_cast<double>(p.size.bytes);
+    // NCCL shrinks CollNet's chunk for calls too small to fill its pipeline.
+    if (o.chunk_bytes == "auto" && !use_stack && cs.bytes > 0 &&
+        (cs.algorithm == sim::Algorithm::collnet_direct || cs.algorithm == sim::Algorithm::collnet_chain))
+      cs.chunk_bytes = sim::collnet_nccl_chunk(topo, cs);
     sim::FlowGraph graph;
     // A zero-element collective returns at once in NCCL: nothing to simulate.
     if (predictor && p.size.bytes > 0) {
@@ -322,7 +336,8 @@ void register_collective(CLI::App& app) {
   sub->add_option(
          "--chunk-bytes", o->chunk_bytes,
          "Pipeline chunk per channel step (auto: NCCL Simple, 2M rings / 512K chains and trees; nvls 128K of "
-         "each rank's shard, nvlstree of each half-shard; pat none; 0: none)")
+         "each rank's shard, nvlstree of each half-shard; collnetdirect 512K of each head's share, "
+         "collnetchain 256K, both shrunk for small calls as NCCL does; pat none; 0: none)")
       ->capture_default_str();
   sub->add_option("--step-overhead", o->step_overhead, "Software overhead per step, e.g. 2us (uncalibrated: 0)")
       ->capture_default_str();
@@ -344,9 +359,9 @@ void register_collective(CLI::App& app) {
       "Stack model: force algorithms like NCCL_ALGO; with --profile none: ring (default), tree (all-reduce: "
       "NCCL's double binary tree across nodes, chains inside them) or nvls (all-reduce, reduce-scatter, "
       "all-gather in one NVLink domain: the NVSwitch reduces and multicasts), nvlstree (all-reduce across "
-      "NVLink domains: NVLS in each, NCCL's double binary tree between them) or pat (all-gather, "
-      "reduce-scatter "
-      "at one GPU per node: NCCL's binomial trees)");
+      "NVLink domains: NVLS in each, NCCL's double binary tree between them), pat (all-gather, "
+      "reduce-scatter at one GPU per node: NCCL's binomial trees), collnetdirect or collnetchain (all-reduce "
+      "across nodes of a fat tree: the InfiniBand switches reduce, SHARP)");
   sub->add_option("--proto", o->proto, "Stack model: force protocols like NCCL_PROTO");
   sub->add_option("--min-channels", o->min_channels, "Stack model: like NCCL_MIN_CTAS");
   sub->add_option("--max-channels", o->max_channels, "Stack model: like NCCL_MAX_CTAS");

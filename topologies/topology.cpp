@@ -46,6 +46,8 @@ int Topology::add_vertex(Vertex v) {
     nvswitch_index_.push_back(-1);
   }
   if (v.kind == VertexKind::nvswitch) nvswitches_.push_back(id);
+  fabric_index_.push_back(v.kind == VertexKind::fabric_switch ? fabric_switch_count() : -1);
+  if (v.kind == VertexKind::fabric_switch) fabric_switches_.push_back(id);
   vertices_.push_back(std::move(v));
   incident_.emplace_back();
   return id;
@@ -80,7 +82,47 @@ int Topology::add_link(int a, int b, double bandwidth_Bps, double latency_s, Lin
 
 const Vertex& Topology::endpoint_vertex(int endpoint) const {
   if (endpoint >= 0 && endpoint < gpu_count()) return vertex(gpu_vertex(endpoint));
-  return vertex(nvswitches_.at(static_cast<std::size_t>(endpoint - gpu_count())));
+  const int nv = endpoint - gpu_count();
+  if (nv < nvswitch_count()) return vertex(nvswitches_.at(static_cast<std::size_t>(nv)));
+  return vertex(fabric_switches_.at(static_cast<std::size_t>(nv - nvswitch_count())));
+}
+
+int Topology::fabric_switch_endpoint(int vertex) const {
+  const int index = fabric_index_.at(static_cast<std::size_t>(vertex));
+  return index < 0 ? -1 : gpu_count() + nvswitch_count() + index;
+}
+
+namespace {
+
+// The lowest-id link between vertices a and b, -1 when they are not adjacent.
+int link_between(const Topology& topo, int a, int b) {
+  for (const int l : topo.incident_links(a)) {
+    const Link& lk = topo.link(l);
+    if (lk.a == b || lk.b == b) return l;
+  }
+  return -1;
+}
+
+Path reversed(Path path) {
+  std::reverse(path.begin(), path.end());
+  for (Hop& h : path) h.forward = !h.forward;
+  return path;
+}
+
+}  // namespace
+
+Path Topology::switch_uplink(int gpu_rank, int sw) const {
+  const int gpu = gpu_vertex(gpu_rank);
+  if (const int direct = link_between(*this, gpu, sw); direct >= 0)
+    return {Hop{direct, is_forward(direct, gpu)}};
+  for (const int l : incident_links(gpu)) {
+    const Link& lk = link(l);
+    const int nic = lk.a == gpu ? lk.b : lk.a;
+    if (vertex(nic).kind != VertexKind::nic) continue;
+    if (const int cable = link_between(*this, nic, sw); cable >= 0)
+      return {Hop{l, is_forward(l, gpu)}, Hop{cable, is_forward(cable, nic)}};
+  }
+  return {};
 }
 
 int Topology::nvswitch_endpoint(int gpu_rank) const {
@@ -91,6 +133,26 @@ int Topology::nvswitch_endpoint(int gpu_rank) const {
 Path Topology::endpoint_route(int src, int dst) const {
   const int gpus = gpu_count();
   if (src < gpus && dst < gpus) return route(src, dst);
+  const int first_fabric = gpus + nvswitch_count();
+  if (src >= first_fabric || dst >= first_fabric) {
+    auto fabric_vertex = [&](int e) {
+      return fabric_switches_.at(static_cast<std::size_t>(e - first_fabric));
+    };
+    Path path;
+    if (src >= first_fabric && dst >= first_fabric) {
+      const int from = fabric_vertex(src);
+      if (const int l = link_between(*this, from, fabric_vertex(dst)); l >= 0)
+        path = {Hop{l, is_forward(l, from)}};
+    } else if (src < gpus) {
+      path = switch_uplink(src, fabric_vertex(dst));
+    } else if (dst < gpus) {
+      path = reversed(switch_uplink(dst, fabric_vertex(src)));
+    }
+    if (path.empty())
+      throw std::logic_error(
+          fmt::format("endpoint_route: no direct path between endpoints {} and {}", src, dst));
+    return path;
+  }
   const bool up = src < gpus;  // GPU -> its NVSwitch, else NVSwitch -> GPU
   const int gpu = up ? src : dst;
   if (gpu < 0 || nvswitch_endpoint(gpu) != (up ? dst : src)) {

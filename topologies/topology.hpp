@@ -87,18 +87,30 @@ public:
   // Link ids incident to a vertex, in insertion order.
   const std::vector<int>& incident_links(int vertex) const { return incident_.at(static_cast<std::size_t>(vertex)); }
 
-  // Flow endpoints: the GPU ranks, then every NVSwitch (in vertex order), which reduces and
-  // multicasts in the switch (NVLink SHARP, what NCCL's NVLS algorithms run on): a GPU's multimem
-  // load-reduce reads every GPU's copy into the switch, a multimem store leaves the switch to every
-  // GPU. Endpoint gpu_count() + i is the i-th NVSwitch vertex.
+  // Flow endpoints: the GPU ranks, then every NVSwitch (in vertex order), then every fabric switch
+  // (in vertex order). Switches reduce and multicast: an NVSwitch with NVLink SHARP (what NCCL's NVLS
+  // algorithms run on: a GPU's multimem load-reduce reads every GPU's copy into the switch, a
+  // multimem store leaves the switch to every GPU), an InfiniBand switch with SHARP (what NCCL's
+  // CollNet runs on: each switch of the aggregation tree sums its children's data and sends one
+  // stream up, the root's sum comes back down). Endpoint gpu_count() + i is the i-th NVSwitch
+  // vertex, gpu_count() + nvswitch_count() + j the j-th fabric switch vertex.
   int nvswitch_count() const { return static_cast<int>(nvswitches_.size()); }
-  int endpoint_count() const { return gpu_count() + nvswitch_count(); }
+  int fabric_switch_count() const { return static_cast<int>(fabric_switches_.size()); }
+  int endpoint_count() const { return gpu_count() + nvswitch_count() + fabric_switch_count(); }
   const Vertex& endpoint_vertex(int endpoint) const;
   // The endpoint of the NVSwitch GPU rank is linked to; -1 when it has none (a PCIe-only node,
   // direct NVLink between GPUs).
   int nvswitch_endpoint(int gpu_rank) const;
+  // The endpoint of fabric switch vertex `vertex`; -1 when the vertex is not a fabric switch.
+  int fabric_switch_endpoint(int vertex) const;
+  // The links from GPU rank to fabric switch vertex `sw` when the GPU reaches it without another
+  // device in between: its own cable to the switch, or its link to one of its NICs and that NIC's
+  // cable (lowest link ids first). Empty when there is no such path.
+  Path switch_uplink(int gpu_rank, int sw) const;
   // The links a flow between two endpoints crosses: route() between GPUs; between a GPU and its own
-  // NVSwitch, the link joining them. Any other pair is a caller's bug (std::logic_error).
+  // NVSwitch, the link joining them; between a GPU and a fabric switch, switch_uplink (or its
+  // reverse); between two fabric switches, the lowest-id link joining them. Any other pair is a
+  // caller's bug (std::logic_error).
   Path endpoint_route(int src, int dst) const;
 
   // Nodes and GPUs per node, as the builder laid them out (GPU rank = node * gpus_per_node + local).
@@ -124,6 +136,8 @@ private:
   std::vector<Link> links_;
   std::vector<int> gpus_;
   std::vector<int> nvswitches_;      // vertex ids of the NVSwitch endpoints
+  std::vector<int> fabric_switches_;  // vertex ids of the fabric switch endpoints
+  std::vector<int> fabric_index_;     // per vertex: its index in fabric_switches_, -1 for other devices
   std::vector<int> gpu_rank_;        // per vertex: its GPU rank, -1 for other devices
   std::vector<int> nvswitch_link_;   // per GPU rank: its first link to an NVSwitch, -1 when none
   std::vector<int> nvswitch_index_;  // per GPU rank: that NVSwitch's endpoint index, -1 when none

@@ -7,7 +7,9 @@
 #  5. a 64 KiB - 1 GiB broadcast sweep over one GB200 NVL72 rack (72 GPUs, chain pipelines);
 #  6. the same sweep of NVLS all-reduce (--algo nvls: the NVSwitch reduces and multicasts, auto -> edge);
 #  7. PAT all-gather (--algo pat) at one GPU per node on 1024 and 16384 dgx-h100 nodes;
-#  8. NVLSTree all-reduce (--algo nvlstree) of 1 GiB on 512 dgx-h100 nodes (4096 GPUs, auto -> edge).
+#  8. NVLSTree all-reduce (--algo nvlstree) of 1 GiB on 512 dgx-h100 nodes (4096 GPUs, auto -> edge);
+#  9. CollNet all-reduce (--algo collnetdirect / collnetchain: the InfiniBand switches reduce) on 512
+#     dgx-h100 nodes (1 MiB and 1 GiB) and 2048 nodes (1 GiB), auto -> edge.
 # Usage: bash results/bench-collective/run.sh [path/to/commstack]   (default: ./build/commstack)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +40,9 @@ run broadcast-sweep-nvl72 collective --profile none --cluster gb200-nvl72 --node
 run nvls-allreduce-sweep-nvl72 collective --profile none --cluster gb200-nvl72 --nodes 18 --algo nvls --min-bytes 64K --max-bytes 1G --step-factor 4 --format csv
 run pat-allgather-1024nodes collective --profile none --cluster dgx-h100 --nodes 1024 --gpus-per-node 1 --algo pat --op allgather --min-bytes 1M --max-bytes 1G --step-factor 1024 --format csv
 run nvlstree-allreduce-1g-4096gpus collective --profile none --cluster dgx-h100 --nodes 512 --algo nvlstree --min-bytes 1G --max-bytes 1G --format csv
+run collnetdirect-allreduce-4096gpus collective --profile none --cluster dgx-h100 --nodes 512 --algo collnetdirect --min-bytes 1M --max-bytes 1G --step-factor 1024 --format csv
+run collnetdirect-allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 2048 --algo collnetdirect --min-bytes 1G --max-bytes 1G --format csv
+run collnetchain-allreduce-1g-16384gpus collective --profile none --cluster dgx-h100 --nodes 2048 --algo collnetchain --min-bytes 1G --max-bytes 1G --format csv
 run pat-allgather-1g-16384nodes collective --profile none --cluster dgx-h100 --nodes 16384 --gpus-per-node 1 --algo pat --op allgather --min-bytes 1G --max-bytes 1G --format csv
 # The calibrated stack model (collective's default): a closed form per size, plus building the
 # topology and routing the contention layer's flow pattern once.

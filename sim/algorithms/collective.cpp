@@ -65,6 +65,15 @@ void validate(const topologies::Topology& topo, const CollectiveSpec& spec) {
   if (spec.algorithm == Algorithm::nvls) validate_nvls(topo, spec);
   if (spec.algorithm == Algorithm::pat) validate_pat(topo, spec);
   if (spec.algorithm == Algorithm::nvlstree) validate_nvls_tree(topo, spec);
+  if (spec.algorithm == Algorithm::collnet_direct || spec.algorithm == Algorithm::collnet_chain) {
+    if (spec.op != CollectiveOp::allreduce) {
+      throw InputError(
+          fmt::format("collective: the {} algorithm runs allreduce only (as NCCL's CollNet with "
+                      "SHARP), not {}",
+                      to_string(spec.algorithm), to_string(spec.op)));
+    }
+    (void)detail::collnet_layout(topo, spec.ranks);  // throws what the ranks or the topology lack
+  }
 }
 
 // NCCL's NVLSTree is an all-reduce across NVLink domains with the same GPUs in each.
@@ -189,6 +198,8 @@ std::string to_string(Algorithm a) {
     case Algorithm::nvls: return "nvls";
     case Algorithm::nvlstree: return "nvlstree";
     case Algorithm::pat: return "pat";
+    case Algorithm::collnet_direct: return "collnetdirect";
+    case Algorithm::collnet_chain: return "collnetchain";
   }
   return "?";
 }
@@ -196,12 +207,12 @@ std::string to_string(Algorithm a) {
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag) {
   std::string lower;
   for (const char ch : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const Algorithm a :
-       {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvlstree, Algorithm::pat})
+  for (const Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvlstree,
+                            Algorithm::pat, Algorithm::collnet_direct, Algorithm::collnet_chain})
     if (lower == to_string(a)) return a;
   throw InputError(fmt::format(
-      "{}: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree or pat, not '{}' (CollNet "
-      "is modelled by the stack model: drop --profile none)",
+      "{}: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree, pat, collnetdirect or "
+      "collnetchain, not '{}'",
       flag, name));
 }
 
@@ -250,12 +261,14 @@ CollectivePlan plan_collective(const topologies::Topology& topo, const Collectiv
   plan.chunks = c.chunks;
   Fidelity level = spec.fidelity;
   if (level == Fidelity::automatic &&
-      (spec.algorithm == Algorithm::nvls || spec.algorithm == Algorithm::nvlstree)) {
+      (spec.algorithm == Algorithm::nvls || spec.algorithm == Algorithm::nvlstree ||
+       spec.algorithm == Algorithm::collnet_direct || spec.algorithm == Algorithm::collnet_chain)) {
     // Every NVLS hop crosses one link, which the pipeline run outside SimGrid shares as SimGrid
     // does: the edge level ends where the chunk level does (nvls.cpp), in 2n flows instead of
     // thousands that SimGrid re-shares at every completion (NVL72, 1 MiB: 0.2 s against 7 s).
     // NVLSTree's network hops share their links max-min in that run: within 0.9% of the chunk level
-    // on 2 to 16 DGX H100 nodes and two NVL72 racks (docs/simulator.md), 20-100x faster.
+    // on 2 to 16 DGX H100 nodes and two NVL72 racks (docs/simulator.md), 20-100x faster. CollNet's
+    // switch hops are single links too (collnet.cpp; agreement in docs/simulator.md).
     level = Fidelity::edge;
   }
   if (level == Fidelity::automatic) {
@@ -284,6 +297,10 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
     detail::add_nvls_tree(graph, topo, spec, plan.fidelity, plan.chunks);
     return plan;
   }
+  if (spec.algorithm == Algorithm::collnet_direct || spec.algorithm == Algorithm::collnet_chain) {
+    detail::add_collnet(graph, topo, spec, plan.fidelity, plan.chunks);
+    return plan;
+  }
   switch (spec.op) {
     case CollectiveOp::allreduce:
       if (spec.algorithm == Algorithm::tree) {
@@ -302,6 +319,26 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
 }
 
 namespace detail {
+
+LevelCounts dag_level_counts(const topologies::Topology& topo, const ChannelDag& dag, long long copies,
+                             int chunks) {
+  // Every hop of every copy at the step level, K chunks each at the chunk level, one flow per pair
+  // of endpoints with a switch among them and one per hop between GPUs at the edge level (dag.cpp).
+  LevelCounts c;
+  c.chunks = chunks;
+  c.step = copies * static_cast<long long>(dag.hops.size());
+  c.chunk = c.step * c.chunks;
+  std::set<std::pair<int, int>> ports;
+  long long between_gpus = 0;
+  for (const auto& [src, dst] : dag.hops) {
+    if (dag_port_hop(topo, src, dst))
+      ports.emplace(src, dst);
+    else
+      ++between_gpus;
+  }
+  c.edge = static_cast<long long>(ports.size()) + copies * between_gpus;
+  return c;
+}
 
 long long ring_relayed_edges(const topologies::Topology& topo, const CollectiveSpec& spec) {
   const auto n = spec.ranks.size();
@@ -380,23 +417,19 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
     return c;
   }
   if (spec.algorithm == Algorithm::nvlstree) {
-    // Every hop of the dag at the step level, K chunks of a half-shard each at the chunk level, one
-    // flow per pair of endpoints at the edge level (dag.cpp).
-    const ChannelDag dag = nvls_tree_dag(topo, spec.ranks);
+    // K chunks of a half-shard a hop.
     const auto g = static_cast<double>(nvls_domains(topo, spec.ranks).front().size());
-    c.chunks = chunk_count(spec.bytes / (g * 2 * static_cast<double>(ch)), spec.chunk_bytes);
-    c.step = ch * static_cast<long long>(dag.hops.size());
-    c.chunk = c.step * c.chunks;
-    std::set<std::pair<int, int>> ports;
-    long long between_gpus = 0;
-    for (const auto& [src, dst] : dag.hops) {
-      if (dag_port_hop(topo, src, dst))
-        ports.emplace(src, dst);
-      else
-        ++between_gpus;
-    }
-    c.edge = static_cast<long long>(ports.size()) + ch * between_gpus;
-    return c;
+    return dag_level_counts(topo, nvls_tree_dag(topo, spec.ranks), ch,
+                            chunk_count(spec.bytes / (g * 2 * static_cast<double>(ch)), spec.chunk_bytes));
+  }
+  if (spec.algorithm == Algorithm::collnet_direct || spec.algorithm == Algorithm::collnet_chain) {
+    // Direct: K chunks of a head's share a hop, the one dag per channel; Chain: the dag holds every
+    // channel, K chunks of the channel's bytes a hop.
+    const CollNetLayout layout = collnet_layout(topo, spec.ranks);
+    const int chunks = chunk_count(collnet_chunk(layout, spec, 1), spec.chunk_bytes);
+    const bool direct = spec.algorithm == Algorithm::collnet_direct;
+    return dag_level_counts(topo, collnet_dag(topo, layout, spec.algorithm, spec.channels), direct ? ch : 1,
+                            chunks);
   }
   if (spec.algorithm == Algorithm::pat) {
     // One flow per rank and step at every level (pat.cpp).

@@ -27,17 +27,19 @@ Fidelity fidelity_from_string(const std::string& name);  // throws InputError
 // all-reduce, reduce-scatter and all-gather inside one NVLink domain (the NVSwitch reduces and
 // multicasts: nvls.cpp), and NVLSTree across domains (NVLS inside each, the double binary tree between
 // them: nvls_tree.cpp); NCCL's PAT for all-gather and reduce-scatter at one GPU per node (binomial
-// trees, one aggregated transfer per rank and step: pat.cpp). Every other op has one pattern.
-enum class Algorithm { ring, tree, nvls, nvlstree, pat };
-std::string to_string(Algorithm a);
-// "ring" / "tree" / "nvls" / "nvlstree" / "pat", any case (NCCL_ALGO's names); throws InputError naming
-// `flag`.
+// trees, one aggregated transfer per rank and step: pat.cpp); NCCL's CollNetDirect and CollNetChain
+// for all-reduce across nodes (the InfiniBand switches reduce, SHARP: collnet.cpp). Every other op
+// has one pattern.
+enum class Algorithm { ring, tree, nvls, nvlstree, pat, collnet_direct, collnet_chain };
+std::string to_string(Algorithm a);  // NCCL_ALGO's names in lower case: "collnetdirect"
+// "ring" / "tree" / "nvls" / "nvlstree" / "pat" / "collnetdirect" / "collnetchain", any case
+// (NCCL_ALGO's names); throws InputError naming `flag`.
 Algorithm algorithm_from_string(const std::string& name, const std::string& flag);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
   // tree: all-reduce only; nvls: one NVLink domain; nvlstree: all-reduce over several domains; pat:
-  // all-gather / reduce-scatter, a GPU per node
+  // all-gather / reduce-scatter, a GPU per node; collnet: all-reduce over several nodes of a fat tree
   Algorithm algorithm = Algorithm::ring;
   std::vector<int> ranks;  // the communicator: GPU ranks (Topology numbering), in rank order
   // Bytes as nccl-tests' size column: the per-rank buffer for allreduce, broadcast, reduce,
@@ -46,8 +48,8 @@ struct CollectiveSpec {
   double bytes = 0;
   int root = 0;       // broadcast/reduce: index into `ranks`
   int channels = 1;   // parallel rings; channel c rotates the order inside every node by c
-  // Pipeline chunk per channel per step (nvls: per rank's shard of a channel); 0 = no pipelining (one
-  // chunk carries the whole step).
+  // Pipeline chunk per channel per step (nvls: per rank's shard of a channel; collnetdirect: per
+  // head's share of a channel); 0 = no pipelining (one chunk carries the whole step).
   double chunk_bytes = 0;
   Fidelity fidelity = Fidelity::automatic;
   // Software overhead per step per chunk (kernel/proxy handshake), added to the route latency.
@@ -77,6 +79,12 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
 // appearance, each node's GPUs rotated by `channel`, so consecutive channels enter and leave every
 // node through different GPUs (and thus NICs / rails).
 std::vector<int> channel_ring(const topologies::Topology& topo, const std::vector<int>& ranks, int channel);
+
+// The pipeline chunk NCCL uses for a CollNet all-reduce of spec.bytes per rank (src/enqueue.cc,
+// calcCollChunking, Simple with the default 4 MiB buffer): a 512 KiB slot for CollNetDirect (256 KiB
+// for CollNetChain) halved while the call has too few chunks per channel and head for its pipeline
+// depth (Direct 2, Chain the ranks of a node), down to 32 KiB. Throws what add_collective would.
+double collnet_nccl_chunk(const topologies::Topology& topo, const CollectiveSpec& spec);
 
 // nccl-tests bus bandwidth factor: busbw = algbw * factor.
 double bus_bandwidth_factor(CollectiveOp op, int nranks);

@@ -1,4 +1,4 @@
-// The collectives that are a dag of equal chunks per channel (trees, NVLS, NVLSTree): the chunk
+// The collectives that are a dag of equal chunks per channel (trees, NVLS, NVLSTree, CollNet): the chunk
 // level's flows, and the coarse levels timed by the chunk level's pipeline run outside SimGrid.
 #include <algorithm>
 #include <map>
@@ -34,7 +34,7 @@ void add_dag_chunks(FlowGraph& graph, const CollectiveSpec& spec,
 
 namespace {
 
-// Step (one flow per hop, all K chunks) and edge (one flow per NVSwitch port direction, one per hop
+// Step (one flow per hop, all K chunks) and edge (one flow per switch port direction, one per hop
 // elsewhere) levels, each flow ending where the chunk level's pipeline ends its hops.
 void add_coarse_dag(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
                     const ChannelDag& dag, Fidelity level, double chunk, int K) {
@@ -61,8 +61,9 @@ void add_coarse_dag(FlowGraph& graph, const topologies::Topology& topo, const Co
         add_pipelined_flow(graph, spec, src, dst, chunk * K, end[i], shared);
         continue;
       }
-      // A GPU's hops to or from its NVSwitch go as one flow per port direction, alone on it, which
-      // SimGrid moves in `shared`; it arrives when the latest of its hops would. (Hops between GPUs
+      // Hops to or from a switch (a GPU's NVSwitch port; for CollNet a head's NIC and the cables
+      // between switches) go as one flow per pair and direction, alone on its links, which SimGrid
+      // moves in `shared`; it arrives when the latest of its hops would. (Hops between GPUs
       // stay apart: merged, the pairs of a 16-node NVLSTree end 8% late, their links' other flows
       // no longer in step with them.)
       Merged& m = merged[{src, dst}];

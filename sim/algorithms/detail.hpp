@@ -83,7 +83,7 @@ struct ChannelDag {
   }
 };
 // Every channel runs `dag` with K chunks of `chunk` bytes a hop: add_dag_chunks at the chunk level;
-// the step level one flow per hop, the edge level one per NVSwitch port direction (dag_port_hop) and
+// the step level one flow per hop, the edge level one per switch port direction (dag_port_hop) and
 // one per hop between GPUs, each timed by the chunk level's pipeline run outside SimGrid (dag.cpp).
 bool dag_port_hop(const topologies::Topology& topo, int src, int dst);
 void add_dag(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
@@ -116,6 +116,34 @@ std::vector<std::vector<int>> nvls_domains(const topologies::Topology& topo, con
 ChannelDag nvls_tree_dag(const topologies::Topology& topo, const std::vector<int>& ranks);
 void add_nvls_tree(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
                    Fidelity level, int chunks);
+// CollNet (Algorithm::collnet_direct, collnet_chain): all-reduce with the fabric switches reducing
+// (InfiniBand SHARP, collnet.cpp). A port is a GPU with a network port and the fabric switch that
+// port is cabled to; a rail's tree is the parent of every switch on it and its root.
+struct CollNetPort {
+  int gpu = -1;  // GPU rank
+  int sw = -1;   // fabric switch vertex
+};
+struct CollNetTree {
+  int root = -1;              // switch vertex
+  std::map<int, int> parent;  // switch vertex -> its parent switch vertex
+};
+struct CollNetLayout {
+  std::vector<std::vector<int>> nodes;          // the ranks grouped by node, in order of appearance
+  std::vector<std::vector<CollNetPort>> ports;  // per node: its heads' ports, rail by rail
+  std::vector<CollNetTree> trees;               // per rail
+};
+// Throws InputError when the ranks or the topology cannot run CollNet.
+CollNetLayout collnet_layout(const topologies::Topology& topo, const std::vector<int>& ranks);
+// Direct: one channel's dag (every channel runs it); Chain: all `channels` channels' hops.
+ChannelDag collnet_dag(const topologies::Topology& topo, const CollNetLayout& layout, Algorithm algorithm,
+                       int channels);
+// The bytes a hop carries per chunk.
+double collnet_chunk(const CollNetLayout& layout, const CollectiveSpec& spec, int chunks);
+void add_collnet(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+                 Fidelity level, int chunks);
+// Flow counts of a dag run `copies` times with `chunks` chunks a hop (dag.cpp's levels).
+LevelCounts dag_level_counts(const topologies::Topology& topo, const ChannelDag& dag, long long copies,
+                             int chunks);
 // PAT (Algorithm::pat) at one GPU per node: all-gather and reduce-scatter over binomial trees of
 // the ranks, each step aggregated into one transfer per rank (pat.cpp). Step t of the all-gather
 // sends `chunks` ranks' chunks `distance` ranks further on (reduce-scatter: the steps reversed,

@@ -13,8 +13,9 @@ namespace commstack::sim {
 // (route latency + extra_latency_s) the data has arrived. Latency does not occupy links, so
 // pipelined chunks overlap their latencies, as NCCL's FIFO slots do.
 struct Flow {
-  // Endpoints in Topology numbering: GPU ranks, then NVSwitches (Topology::endpoint_route; a flow
-  // between a GPU and its NVSwitch is NVLS's load-reduce or multicast store).
+  // Endpoints in Topology numbering: GPU ranks, then NVSwitches, then fabric switches
+  // (Topology::endpoint_route; a flow between a GPU and its NVSwitch is NVLS's load-reduce or
+  // multicast store, one to or from a fabric switch CollNet's in-network reduction).
   int src = -1;  // endpoint that sends
   int dst = -1;  // endpoint that receives; src == dst is a local no-op flow
   double bytes = 0;

@@ -344,7 +344,8 @@ double Simulator::route_latency(int src_gpu, int dst_gpu) const { return impl_->
 RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   for (const Flow& f : graph.flows()) {
     if (f.src < 0 || f.dst < 0 || f.src >= topo_.endpoint_count() || f.dst >= topo_.endpoint_count()) {
-      throw std::logic_error("Simulator::run: flow endpoint is not a GPU rank or NVSwitch of the topology");
+      throw std::logic_error(
+          "Simulator::run: flow endpoint is not a GPU rank or switch endpoint of the topology");
     }
   }
   Impl& s = *impl_;

@@ -12,8 +12,8 @@ namespace sgr = simgrid::kernel::routing;
 
 TopologyZone::TopologyZone(const std::string& name, const topologies::Topology& topo)
     : NetZoneImpl(name), topo_(topo) {
-  // Hosts: one per flow endpoint (each GPU, then each NVSwitch for in-switch reduction), named
-  // after the topology vertex. Compute speed is irrelevant (no Exec).
+  // Hosts: one per flow endpoint (each GPU, then each NVSwitch and fabric switch for in-switch
+  // reduction), named after the topology vertex. Compute speed is irrelevant (no Exec).
   hosts_.reserve(static_cast<std::size_t>(topo.endpoint_count()));
   for (int r = 0; r < topo.endpoint_count(); ++r) {
     simgrid::s4u::Host* h = create_host(topo.endpoint_vertex(r).name, {1e9});

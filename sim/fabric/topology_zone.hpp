@@ -1,6 +1,6 @@
 #pragma once
-// The SimGrid side of a Topology: one host per flow endpoint (GPU, or NVSwitch for in-switch
-// reduction: Topology::endpoint_route), one SimGrid link per link direction, and a
+// The SimGrid side of a Topology: one host per flow endpoint (GPU, or NVSwitch / fabric switch for
+// in-switch reduction: Topology::endpoint_route), one SimGrid link per link direction, and a
 // routing zone that answers SimGrid's route queries by asking Topology::route. A custom
 // NetZoneImpl is the fastest and smallest option in SimGrid 3.32 (no O(V^2) route tables, no
 // per-query graph search) and keeps routing (ECMP, rails, PXN) in one place: the topology's router.
@@ -26,7 +26,7 @@ public:
   TopologyZone(const std::string& name, const topologies::Topology& topo);
   ~TopologyZone() override = default;
 
-  // Endpoints are numbered as Topology's: GPU ranks, then NVSwitches.
+  // Endpoints are numbered as Topology's: GPU ranks, NVSwitches, fabric switches.
   simgrid::s4u::Host* host(int endpoint) const { return hosts_[static_cast<std::size_t>(endpoint)]; }
   // One-way latency of the route src -> dst (sum of link latencies), cached.
   double route_latency(int src, int dst);

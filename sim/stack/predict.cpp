@@ -225,14 +225,20 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
   }
   double nic_node = 0, nic_gpu0 = 0;
   int used = 0;
+  std::vector<bool> has_nic(static_cast<std::size_t>(std::max(gpus_per_node, 1)), false);
   for (const auto& nic : spec.node.nics) {
     if (spec.node.nic_per_gpu && nic.gpu >= gpus_per_node) continue;
+    if (nic.gpu >= 0 && nic.gpu < gpus_per_node && !has_nic[static_cast<std::size_t>(nic.gpu)]) {
+      has_nic[static_cast<std::size_t>(nic.gpu)] = true;
+      ++geo_.nic_gpus;
+    }
     nic_node += nic.bandwidth_Bps;
     if (nic.gpu == 0) nic_gpu0 += nic.bandwidth_Bps;
     geo_.nic_port_Bps = std::max(geo_.nic_port_Bps, nic.bandwidth_Bps);
     ++used;
   }
   geo_.nics_domain = used * domain;
+  geo_.nic_gpus_domain = geo_.nic_gpus * domain;
   geo_.pcie_Bps = spec.node.pcie_bandwidth_Bps;
   if (used == 0 && geo_.nodes > domain)
     throw InputError(fmt::format("cluster {}: node.nics is empty but the communicator spans {} NVLink domains",
@@ -383,12 +389,23 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         if (N > 1) res.inter_Bps = B_nic * S_bus / (tree_egress * S);
         break;
       case Algo::collnet_direct:
-      case Algo::collnet_chain:
+      case Algo::collnet_chain: {
         steps.intra = 2.0 * (g - 1);
         steps.inter = N > 1 ? 1 : 0;  // one in-network (SHARP) reduction
-        if (g > 1) res.intra_Bps = B_n * S_bus / (2 * S);
+        // NVLink bytes of the busiest GPU, each way (sim/algorithms/collnet.cpp has the flows). Direct
+        // with h heads: a head scatters (h-1)/h S to the other heads and gathers its S/h out to the
+        // g-1 others: (h+g-2)/h S, 2 (g-1)/g S with a head per GPU. Chain, channel c on head c mod h:
+        // inside a node each GPU sends S up and S down the chain but the head (down only) and the
+        // last (up only), so with a head per GPU the roles rotate to 2 (g-1)/g S too; with fewer
+        // heads a GPU that is never one is in the middle of every chain: 2 S.
+        const int h = std::clamp(geo_.nic_gpus_domain, 1, g);
+        const double per_gpu = algo == Algo::collnet_direct ? (h + g - 2.0) / h
+                               : h == g                     ? 2.0 * (g - 1) / g
+                                                            : 2.0;
+        if (g > 1) res.intra_Bps = B_n * S_bus / (per_gpu * S);
         if (N > 1) res.inter_Bps = B_nic * S_bus / S;
         break;
+      }
     }
   } else if (n > 1) {
     if (op == CollectiveOp::alltoall) {

@@ -65,7 +65,29 @@ commstack_cli_error_test(NAME collective.tree_not_allgather
   MATCH "--algo tree: the tree algorithm runs all-reduce only")
 commstack_cli_error_test(NAME collective.fabric_algo_unknown
   ARGS collective --profile none --cluster dgx-h100 --algo collnet
-  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree or pat, not 'collnet'")
+  MATCH "--algo: the SimGrid fabric simulation runs algorithm ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain, not 'collnet'")
+# CollNet on the fabric (--algo collnetdirect|collnetchain): the InfiniBand switches reduce (SHARP). 4 DGX
+# H100 nodes, 1 GiB: each GPU's NVLink port carries 1.75 S each way (the scatter to and the gather
+# from the other 7 heads), a 4175.5 us bound that the NICs (S/8 each way) leave far behind; pinned.
+commstack_cli_test(NAME collective.collnetdirect_allreduce_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 4 --algo collnetdirect --min-bytes 1G --max-bytes 1G
+  MATCH "CollNetDirect \\(scatter to the NIC heads[^\n]*\n.*  1073741824     268435456     float     sum      -1   4176.3  257.11  498.14    N/A")
+# 64 nodes (two scalable units: the rail trees climb to a spine), 1 MiB, NCCL's chunk rule; pinned.
+commstack_cli_test(NAME collective.collnetchain_two_units_pinned
+  ARGS collective --profile none --cluster dgx-h100 --nodes 64 --algo collnetchain --min-bytes 1M --max-bytes 1M
+  MATCH "CollNetChain \\(a chain to the NIC head[^\n]*\n.*     1048576        262144     float     sum      -1    17.08   61.38  122.52    N/A")
+commstack_cli_error_test(NAME collective.collnet_not_on_dragonfly
+  ARGS collective --profile none --cluster gh200-slingshot --nodes 4 --algo collnetdirect
+  MATCH "the collnet algorithms need every node's ranks to have the same number of network ports \\(NICs cabled to a fabric switch\\), at least one; node 0 of topology 'gh200-slingshot x 4 nodes' has 0")
+commstack_cli_error_test(NAME collective.collnet_allreduce_only
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo collnetdirect --op allgather
+  MATCH "the collnetdirect algorithm runs allreduce only")
+commstack_cli_error_test(NAME collective.collnet_one_node
+  ARGS collective --profile none --cluster dgx-h100 --nodes 1 --algo collnetchain
+  MATCH "all 8 ranks are on one node")
+commstack_cli_error_test(NAME collective.collnet_not_otf2
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo collnetchain --otf2 /tmp/commstack-collnet-otf2
+  MATCH "--otf2 records messages between ranks, and --algo collnetchain moves its data through switches")
 # NVLS on the fabric (--profile none --algo nvls): one DGX H100 node, 1 GiB. Each GPU's 450 GB/s port
 # carries S + S/8 each way (a 2684 us bound, bus bandwidth 700 GB/s); pinned value.
 commstack_cli_test(NAME collective.nvls_allreduce_pinned

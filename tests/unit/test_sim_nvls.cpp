@@ -46,7 +46,7 @@ TEST_CASE("topology endpoints: every NVSwitch after the GPUs, reached over the G
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2);
   REQUIRE(topo.gpu_count() == 16);
   CHECK(topo.nvswitch_count() == 2);
-  CHECK(topo.endpoint_count() == 18);
+  CHECK(topo.endpoint_count() == 18 + topo.fabric_switch_count());  // fabric switches last
   CHECK(topo.nvswitch_endpoint(0) == 16);
   CHECK(topo.nvswitch_endpoint(7) == 16);
   CHECK(topo.nvswitch_endpoint(8) == 17);
@@ -155,8 +155,11 @@ TEST_CASE("sim nvls: what NCCL does not run as NVLS is refused with the reason")
       plan_collective(no_switch, nvls(CollectiveOp::allreduce, 4, 1e6, 1, 0, Fidelity::automatic)),
       doctest::Contains("needs GPUs on an NVSwitch"), InputError);
   CHECK(algorithm_from_string("NVLS", "--algo") == Algorithm::nvls);
-  CHECK_THROWS_WITH_AS(algorithm_from_string("collnetdirect", "--algo"),
-                       doctest::Contains("ring, tree, nvls, nvlstree or pat"), InputError);
+  CHECK(algorithm_from_string("CollNetDirect", "--algo") == Algorithm::collnet_direct);
+  CHECK(algorithm_from_string("collnetchain", "--algo") == Algorithm::collnet_chain);
+  CHECK_THROWS_WITH_AS(algorithm_from_string("nvls_tree", "--algo"),
+                       doctest::Contains("ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain"),
+                       InputError);
 }
 
 TEST_CASE("sim nvlstree: two DGX H100 nodes, bound S / (8 x 50 GB/s); the coarse levels agree within 1%") {

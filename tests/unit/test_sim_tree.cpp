@@ -139,7 +139,8 @@ TEST_CASE("sim tree: other collectives than all-reduce are refused") {
     CHECK_THROWS_WITH_AS(add_collective(g, topo, spec), doctest::Contains("all-reduce only"), InputError);
   }
   CHECK_THROWS_WITH_AS(algorithm_from_string("collnet", "--algo"),
-                       doctest::Contains("ring, tree, nvls, nvlstree or pat"), InputError);
+                       doctest::Contains("ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain"),
+                       InputError);
   CHECK(algorithm_from_string("Tree", "--algo") == Algorithm::tree);
 }
 
