@@ -77,6 +77,24 @@ void add_coarse_dag(FlowGraph& graph, const topologies::Topology& topo, const Co
 
 }  // namespace
 
+int add_switch_reduce(ChannelDag& d, const std::vector<int>& ranks, int sw, int owner) {
+  std::vector<int> reads;
+  reads.reserve(ranks.size());
+  for (const int r : ranks) reads.push_back(d.add(r, sw));
+  const int result = d.add(sw, owner);
+  for (const int i : reads) d.feeds[static_cast<std::size_t>(i)].push_back(result);
+  return result;
+}
+
+int add_switch_multicast(ChannelDag& d, const std::vector<int>& ranks, int sw, int owner) {
+  const int store = d.add(owner, sw);
+  for (const int r : ranks) {
+    const int write = d.add(sw, r);  // before indexing feeds: add() grows it
+    d.feeds[static_cast<std::size_t>(store)].push_back(write);
+  }
+  return store;
+}
+
 bool dag_port_hop(const topologies::Topology& topo, int src, int dst) {
   return src >= topo.gpu_count() || dst >= topo.gpu_count();
 }

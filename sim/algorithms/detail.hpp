@@ -82,6 +82,12 @@ struct ChannelDag {
     return static_cast<int>(hops.size()) - 1;
   }
 };
+// NVLink SHARP hops (nvls.cpp, nvls_tree.cpp) for `owner`'s shard in the domain of `ranks` on switch
+// endpoint `sw`: the multimem load-reduce (every rank's copy up to the switch, feeding the sum down to
+// the owner; returns that hop) and the multimem store (the owner's data up to the switch, feeding its
+// write to every rank; returns the store hop).
+int add_switch_reduce(ChannelDag& d, const std::vector<int>& ranks, int sw, int owner);
+int add_switch_multicast(ChannelDag& d, const std::vector<int>& ranks, int sw, int owner);
 // Every channel runs `dag` with K chunks of `chunk` bytes a hop: add_dag_chunks at the chunk level;
 // the step level one flow per hop, the edge level one per switch port direction (dag_port_hop) and
 // one per hop between GPUs, each timed by the chunk level's pipeline run outside SimGrid (dag.cpp).

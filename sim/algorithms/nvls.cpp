@@ -29,23 +29,11 @@ bool multicasts(CollectiveOp op) {
 
 ChannelDag nvls_dag(CollectiveOp op, const std::vector<int>& ranks, int nvswitch) {
   ChannelDag d;
-  auto add = [&d](int src, int dst) { return d.add(src, dst); };
   for (const int owner : ranks) {
-    int result = -1;
-    if (reduces(op)) {
-      std::vector<int> reads;
-      reads.reserve(ranks.size());
-      for (const int r : ranks) reads.push_back(add(r, nvswitch));
-      result = add(nvswitch, owner);
-      for (const int i : reads) d.feeds[static_cast<std::size_t>(i)].push_back(result);
-    }
+    const int result = reduces(op) ? add_switch_reduce(d, ranks, nvswitch, owner) : -1;
     if (multicasts(op)) {
-      const int store = add(owner, nvswitch);
+      const int store = add_switch_multicast(d, ranks, nvswitch, owner);
       if (result >= 0) d.feeds[static_cast<std::size_t>(result)].push_back(store);
-      for (const int r : ranks) {
-        const int write = add(nvswitch, r);  // before indexing feeds: add() grows it
-        d.feeds[static_cast<std::size_t>(store)].push_back(write);
-      }
     }
   }
   return d;

@@ -51,17 +51,10 @@ ChannelDag nvls_tree_dag(const topologies::Topology& topo, const std::vector<int
         parent[ks] = select::nccl_dtree(G, k)[static_cast<std::size_t>(tree)].up;
         if (parent[ks] >= 0) children[static_cast<std::size_t>(parent[ks])].push_back(k);
         const int sw = topo.nvswitch_endpoint(head(k));
-        // The domain's reduction into the switch and the sum down to the head.
-        std::vector<int> reads;
-        for (const int r : domains[ks]) reads.push_back(d.add(r, sw));
-        result[ks] = d.add(sw, head(k));
-        for (const int i : reads) d.feeds[static_cast<std::size_t>(i)].push_back(result[ks]);
-        // The full sum stored once and written by the switch to every GPU of the domain.
-        store[ks] = d.add(head(k), sw);
-        for (const int r : domains[ks]) {
-          const int write = d.add(sw, r);  // before indexing feeds: add() grows it
-          d.feeds[static_cast<std::size_t>(store[ks])].push_back(write);
-        }
+        // The domain's reduction into the switch and the sum down to the head; the full sum stored
+        // once and written by the switch to every GPU of the domain.
+        result[ks] = add_switch_reduce(d, domains[ks], sw, head(k));
+        store[ks] = add_switch_multicast(d, domains[ks], sw, head(k));
       }
       for (int k = 0; k < G; ++k) {
         const auto ks = static_cast<std::size_t>(k);
