@@ -30,6 +30,8 @@ namespace {
 
 using topologies::VertexKind;
 
+constexpr std::size_t kCollNetMaxLocalRanks = 8;
+
 // The fabric switches a GPU-to-GPU route crosses, in order.
 std::vector<int> route_switches(const topologies::Topology& topo, int src, int dst) {
   std::vector<int> out;
@@ -156,10 +158,15 @@ RailHops add_rail_tree(const topologies::Topology& topo, const CollNetTree& tree
 
 CollNetLayout collnet_layout(const topologies::Topology& topo, const std::vector<int>& ranks) {
   CollNetLayout layout;
+  // NCCL's node: the GPU's node, or its NVLink domain when one spans nodes (MNNVL: one clique).
+  auto nccl_node = [&topo](int r) {
+    const int sw = topo.nvswitch_endpoint(r);
+    if (sw >= 0 && topo.endpoint_vertex(sw).node < 0) return -1 - sw;
+    return topo.vertex(topo.gpu_vertex(r)).node;
+  };
   std::map<int, std::size_t> node_index;
   for (const int r : ranks) {
-    const int node = topo.vertex(topo.gpu_vertex(r)).node;
-    const auto [at, inserted] = node_index.emplace(node, layout.nodes.size());
+    const auto [at, inserted] = node_index.emplace(nccl_node(r), layout.nodes.size());
     if (inserted) layout.nodes.emplace_back();
     layout.nodes[at->second].push_back(r);
   }
@@ -169,6 +176,18 @@ CollNetLayout collnet_layout(const topologies::Topology& topo, const std::vector
                     "{} ranks are on one "
                     "node (NCCL runs NVLS or ring there)",
                     ranks.size()));
+  }
+  if (layout.nodes.front().size() > kCollNetMaxLocalRanks) {
+    throw InputError(
+        fmt::format("collective: NCCL runs CollNet with at most {} ranks per node (NCCL_MAX_DIRECT_ARITY + "
+                    "1, src/enqueue.cc), "
+                    "but GPU {}'s node{} has {} of them{}",
+                    kCollNetMaxLocalRanks, layout.nodes.front().front(),
+                    nccl_node(layout.nodes.front().front()) < 0 ? " (its NVLink domain)" : "",
+                    layout.nodes.front().size(),
+                    nccl_node(layout.nodes.front().front()) < 0
+                        ? "; --mnnvl off makes each node of the domain a node of its own"
+                        : ""));
   }
   for (const auto& members : layout.nodes) {
     if (members.size() != layout.nodes.front().size()) {

@@ -79,6 +79,10 @@ commstack_cli_test(NAME collective.collnetchain_two_units_pinned
 commstack_cli_error_test(NAME collective.collnet_not_on_dragonfly
   ARGS collective --profile none --cluster gh200-slingshot --nodes 4 --algo collnetdirect
   MATCH "the collnet algorithms need every node's ranks to have the same number of network ports \\(NICs cabled to a fabric switch\\), at least one; node 0 of topology 'gh200-slingshot x 4 nodes' has 0")
+# NCCL's node under MNNVL is the NVLink domain: 72 ranks, more than CollNet's 8 (src/enqueue.cc).
+commstack_cli_error_test(NAME collective.collnet_mnnvl_domain
+  ARGS collective --profile none --cluster gb200-nvl72 --nodes 36 --algo collnetdirect
+  MATCH "NCCL runs CollNet with at most 8 ranks per node .* GPU 0's node \\(its NVLink domain\\) has 72 of them; --mnnvl off")
 commstack_cli_error_test(NAME collective.collnet_allreduce_only
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --algo collnetdirect --op allgather
   MATCH "the collnetdirect algorithm runs allreduce only")

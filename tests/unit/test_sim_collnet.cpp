@@ -242,6 +242,11 @@ TEST_CASE("sim collnet: what NCCL does not run as CollNet is refused with the re
   spec.ranks = {0, 1, 8};
   CHECK_THROWS_WITH_AS(plan_collective(dgx, spec), doctest::Contains("same number of ranks on every node"),
                        InputError);
+  // More than NCCL_MAX_DIRECT_ARITY + 1 ranks on a node.
+  const auto wide = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2, 16);
+  spec.ranks = testing::iota_ranks(32);
+  CHECK_THROWS_WITH_AS(plan_collective(wide, spec), doctest::Contains("at most 8 ranks per node"),
+                       InputError);
   // A torus's routers do not reduce: its NICs are cabled to routers, not to fabric switches.
   const auto torus = topologies::build_topology(topologies::load_cluster("angara-torus"), 4);
   spec.ranks = testing::iota_ranks(torus.gpu_count());
