@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -225,20 +226,17 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
   }
   double nic_node = 0, nic_gpu0 = 0;
   int used = 0;
-  std::vector<bool> has_nic(static_cast<std::size_t>(std::max(gpus_per_node, 1)), false);
+  std::set<int> nic_gpus;  // GPUs of a node with a NIC of their own
   for (const auto& nic : spec.node.nics) {
     if (spec.node.nic_per_gpu && nic.gpu >= gpus_per_node) continue;
-    if (nic.gpu >= 0 && nic.gpu < gpus_per_node && !has_nic[static_cast<std::size_t>(nic.gpu)]) {
-      has_nic[static_cast<std::size_t>(nic.gpu)] = true;
-      ++geo_.nic_gpus;
-    }
+    if (nic.gpu >= 0 && nic.gpu < gpus_per_node) nic_gpus.insert(nic.gpu);
     nic_node += nic.bandwidth_Bps;
     if (nic.gpu == 0) nic_gpu0 += nic.bandwidth_Bps;
     geo_.nic_port_Bps = std::max(geo_.nic_port_Bps, nic.bandwidth_Bps);
     ++used;
   }
   geo_.nics_domain = used * domain;
-  geo_.nic_gpus_domain = geo_.nic_gpus * domain;
+  geo_.nic_gpus_domain = static_cast<int>(nic_gpus.size()) * domain;
   geo_.pcie_Bps = spec.node.pcie_bandwidth_Bps;
   if (used == 0 && geo_.nodes > domain)
     throw InputError(fmt::format("cluster {}: node.nics is empty but the communicator spans {} NVLink domains",

@@ -85,8 +85,7 @@ struct CommGeometry {
   double nic_domain_Bps = 0;  // all NICs of one NVLink domain used by the communicator, line rate
   double nic_gpu_Bps = 0;     // the NIC(s) of one GPU
   int nics_domain = 0;        // NICs of one NVLink domain used by the communicator
-  int nic_gpus = 0;           // GPUs of a node with a NIC of their own
-  int nic_gpus_domain = 0;    // the same in one NVLink domain: CollNet's heads
+  int nic_gpus_domain = 0;    // GPUs of one NVLink domain with a NIC of their own: CollNet's heads
   double nic_port_Bps = 0;    // the fastest of those NICs, line rate
   double pcie_Bps = 0;        // GPU <-> NIC PCIe, line rate per direction
   double route_latency_intra_s = 0;  // GPU -> GPU inside a domain (topology)
