@@ -11,6 +11,7 @@
 #include "calibration/fit/nccl_log.hpp"
 #include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
+#include "sim/select/nccl_trees.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
 #include "topologies/cluster.hpp"
@@ -433,6 +434,42 @@ TEST_CASE(
   const auto q = Predictor(spec, 4, 8, knobs).predict(CollectiveOp::allreduce, 1ull << 30, prof);
   REQUIRE(q.algorithm == "NVLSTree");
   CHECK(q.chunk_bytes == 65536);
+}
+
+TEST_CASE("stack: a Tree chunk crosses each network hop whole: one loop per hop but the slowest") {
+  // Four DGX H100, Tree/Simple all-reduce of 1 GiB on 16 channels: 512 KiB chunks (the tree is
+  // deep enough for NCCL to keep the Simple slot), a loop of 16 x 512 KiB = 1/128 of the call.
+  // The NICs are the slowest stage (fabric bandwidth + transport: every byte through the busiest
+  // node's NICs); the tree's 2 log2 4 = 4 hops each forward whole chunks, so one loop of each of
+  // the other three hops comes on top. Inside the node the chain hides (no stage), and on one node
+  // there is no hop: no fill. No per-channel cap and no FIFO sync, to see the term.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  Profile prof = prior_with(90, {{Param::cap_simple_GBps, 2000},
+                                 {Param::chunk_sync_us, 0},
+                                 {Param::eta_nvlink, 1.0},
+                                 {Param::eta_nic, 0.9}});
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "tree";
+  knobs.env.proto = "simple";
+  knobs.env.max_ctas = 16;
+  const std::uint64_t S = 1ull << 30;
+  // The NIC stage: the busiest node sends egress x S (NCCL's two trees) over 8 x 400 Gb/s.
+  const auto t_net = [&](int nodes) {
+    return select::nccl_dtree_max_egress(nodes) * static_cast<double>(S) / (8 * 50e9 * 0.9);
+  };
+  const auto p = Predictor(spec, 4, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
+  REQUIRE(p.algorithm == "Tree");
+  REQUIRE(p.channels == 16);
+  CHECK(p.chunk_bytes == 524288);
+  const auto& b = p.breakdown;
+  REQUIRE(b.fabric_bandwidth_s + b.transport_s == doctest::Approx(t_net(4)).epsilon(1e-9));
+  CHECK(b.protocol_s == doctest::Approx(3 * t_net(4) / 128).epsilon(1e-9));
+  // Sixteen nodes: 8 hops, 7 loops on top (the same chunk).
+  const auto q = Predictor(spec, 16, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
+  REQUIRE(q.chunk_bytes == 524288);
+  CHECK(q.breakdown.protocol_s == doctest::Approx(7 * t_net(16) / 128).epsilon(1e-9));
+  const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
+  CHECK(one.breakdown.protocol_s == 0.0);
 }
 
 TEST_CASE("stack: the per-chunk sync hides behind the network when the NIC is the slower stage") {
