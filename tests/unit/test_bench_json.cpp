@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/fit/bench_json.hpp"
 #include "calibration/fit/profile_fit.hpp"
 #include "common/error.hpp"
@@ -66,7 +68,7 @@ TEST_CASE("bench: bench JSON converts to nccl-tests rows with rank layout") {
   REQUIRE(r.rows.size() == 2);
   CHECK(r.rows[1].size_bytes == (1u << 20));
   CHECK(r.rows[1].out_of_place->time_us == 60.0);
-  CHECK(r.rows[1].out_of_place->busbw_GBps.value() == doctest::Approx((1 << 20) / 60e3 * 1.5));
+  CHECK(r.rows[1].out_of_place->busbw_GBps.value() == approx((1 << 20) / 60e3 * 1.5));
   CHECK(r.rows[0].redop == "sum");
   CHECK(series[1].algo == "tree");
   CHECK(series[1].proto == "ll128");

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/bench/sweep_plan.hpp"
 #include "common/error.hpp"
 
@@ -70,8 +72,8 @@ TEST_CASE("bench: size ladder, element counts and bus factors follow nccl-tests"
   CHECK(element_count(Op::all_reduce, 1024, 8, 4) == 256);
   CHECK(element_count(Op::all_gather, 1024, 8, 4) == 32);  // per rank
   CHECK(element_count(Op::all_gather, 16, 8, 4) == 0);     // too small for 8 ranks of floats
-  CHECK(bus_factor(Op::all_reduce, 8) == doctest::Approx(1.75));
-  CHECK(bus_factor(Op::reduce_scatter, 8) == doctest::Approx(0.875));
+  CHECK(bus_factor(Op::all_reduce, 8) == approx(1.75));
+  CHECK(bus_factor(Op::reduce_scatter, 8) == approx(0.875));
   CHECK(bus_factor(Op::broadcast, 8) == 1.0);
 }
 
@@ -128,13 +130,13 @@ TEST_CASE("bench: GPU-minutes estimate equals the closed form of the cost model"
   model.init_per_node_s = 1;
   model.fixed_s = 30;
   const double call_us = 10 + (1 << 20) * 1.75 / 1e5;
-  CHECK(modeled_call_us(Op::all_reduce, 1 << 20, 8, model) == doctest::Approx(call_us));
+  CHECK(modeled_call_us(Op::all_reduce, 1 << 20, 8, model) == approx(call_us));
   const CostEstimate e = estimate_cost(plan, model);
   CHECK(e.calls == 21);
   CHECK(e.communicators == 1);
-  CHECK(e.collective_s == doctest::Approx(21 * call_us * 1e-6));
-  CHECK(e.init_s == doctest::Approx(3.0));
-  CHECK(e.gpu_minutes == doctest::Approx((21 * call_us * 1e-6 + 3 + 30) * 8 / 60));
+  CHECK(e.collective_s == approx(21 * call_us * 1e-6));
+  CHECK(e.init_s == approx(3.0));
+  CHECK(e.gpu_minutes == approx((21 * call_us * 1e-6 + 3 + 30) * 8 / 60));
   // Presets grow in cost: smoke < standard < full.
   const double smoke = estimate_cost(plan_sweep(preset_by_name("smoke", "t"), two_h100_nodes())).gpu_minutes;
   const double standard = estimate_cost(plan_sweep(preset_by_name("standard", "t"), two_h100_nodes())).gpu_minutes;

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/bench/profiler_events.hpp"
 #include "common/error.hpp"
 
@@ -51,8 +53,8 @@ TEST_CASE("bench: profiler stream folds into per-collective layer times") {
   CHECK(c.enqueue_us == 3.0);
   CHECK(c.kernel_us == 31.0);  // 10 -> 41 (host stamps)
   REQUIRE(c.channels.size() == 2);
-  CHECK(c.channels[0].kernel_us == doctest::Approx(25.0));  // (1025000 - 1000000) ns
-  CHECK(c.channels[1].kernel_us == doctest::Approx(28.0));
+  CHECK(c.channels[0].kernel_us == approx(25.0));  // (1025000 - 1000000) ns
+  CHECK(c.channels[1].kernel_us == approx(28.0));
   CHECK(c.proxy_us == 20.0);       // 12 -> 32
   CHECK(c.proxy_steps == 2);
   CHECK(c.net_wait_us == 15.0 + 6.0);  // SendWait 15->30, RecvWait 20->26

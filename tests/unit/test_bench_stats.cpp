@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/bench/stats.hpp"
 
 using namespace commstack::bench;
@@ -15,10 +17,10 @@ TEST_CASE("bench: median and percentiles interpolate between order statistics") 
   CHECK(percentile(v, 0) == 1.0);
   CHECK(percentile(v, 100) == 5.0);
   CHECK(percentile(v, 25) == 2.0);
-  CHECK(percentile(v, 10) == doctest::Approx(1.4));  // pos 0.4 between 1 and 2
+  CHECK(percentile(v, 10) == approx(1.4));  // pos 0.4 between 1 and 2
   const std::vector<double> even{10, 20, 30, 40};
   CHECK(percentile(even, 50) == 25.0);
-  CHECK(percentile(even, 90) == doctest::Approx(37.0));  // pos 2.7
+  CHECK(percentile(even, 90) == approx(37.0));  // pos 2.7
 }
 
 TEST_CASE("bench: summary mean, sample stddev and coefficient of variation") {
@@ -29,8 +31,8 @@ TEST_CASE("bench: summary mean, sample stddev and coefficient of variation") {
   CHECK(s.median == 4.5);
   CHECK(s.min == 2.0);
   CHECK(s.max == 9.0);
-  CHECK(s.stddev == doctest::Approx(std::sqrt(32.0 / 7.0)));
-  CHECK(s.cv == doctest::Approx(std::sqrt(32.0 / 7.0) / 5.0));
+  CHECK(s.stddev == approx(std::sqrt(32.0 / 7.0)));
+  CHECK(s.cv == approx(std::sqrt(32.0 / 7.0) / 5.0));
   const std::vector<double> one{3.5};
   const Summary s1 = summarize(one);
   CHECK(s1.stddev == 0.0);

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/fit/host_prior.hpp"
 #include "calibration/fit/profile_fit.hpp"
 #include "sim/stack/predict.hpp"
@@ -53,7 +55,7 @@ TEST_CASE("host prior: only runs that show the host time constrain launch_us") {
   // -g 8: eight launches (32 us) exceed the small calls' device time, the floor is the host's.
   const Profile g8 = fit::fit_profile({synthetic_run(truth, 8)}, sim::stack::prior_profile(90));
   CHECK(fit::fitted_on_data(g8.params[static_cast<std::size_t>(Param::launch_us)]));
-  CHECK(g8[Param::launch_us] == doctest::Approx(4.0).epsilon(0.05));
+  CHECK(g8[Param::launch_us] == approx(4.0).epsilon(0.05));
   // -g 1: one launch hides behind every call's device time; the fit cannot see it.
   const Profile g1 = fit::fit_profile({synthetic_run(truth, 1)}, sim::stack::prior_profile(90));
   CHECK_FALSE(fit::fitted_on_data(g1.params[static_cast<std::size_t>(Param::launch_us)]));
@@ -65,7 +67,7 @@ TEST_CASE("host prior: only runs that show the host time constrain launch_us") {
   REQUIRE(notes.size() == 1);
   CHECK(notes[0].sources == 1);
   const Profile g1_host = fit::fit_profile({synthetic_run(truth, 1)}, prior);
-  CHECK(g1_host[Param::launch_us] == doctest::Approx(g8[Param::launch_us]).epsilon(1e-6));
+  CHECK(g1_host[Param::launch_us] == approx(g8[Param::launch_us]).epsilon(1e-6));
   CHECK(g1_host.params[static_cast<std::size_t>(Param::launch_us)].provenance.find(
             "host-side, geometric mean of 1") != std::string::npos);
 }
@@ -78,10 +80,10 @@ TEST_CASE("host prior: the geometric mean of the constrained sources, the others
   REQUIRE(notes.size() == 1);
   CHECK(notes[0].param == Param::launch_us);
   CHECK(notes[0].sources == 2);
-  CHECK(notes[0].value == doctest::Approx(6.0));
+  CHECK(notes[0].value == approx(6.0));
   const auto& v = prior.params[static_cast<std::size_t>(Param::launch_us)];
-  CHECK(v.value == doctest::Approx(6.0));
-  CHECK(v.prior == doctest::Approx(6.0));
+  CHECK(v.value == approx(6.0));
+  CHECK(v.prior == approx(6.0));
   CHECK(v.provenance ==
         "prior: host-side, geometric mean of 2 profile(s) of other GPU generations whose runs show the host "
         "time: a100 "
@@ -93,7 +95,7 @@ TEST_CASE("host prior: the geometric mean of the constrained sources, the others
   const auto none = fit::apply_host_prior(untouched, {source("gh200", 90, 3.0, false)});
   REQUIRE(none.size() == 1);
   CHECK(none[0].sources == 0);
-  CHECK(untouched[Param::launch_us] == doctest::Approx(sim::stack::prior_profile(100)[Param::launch_us]));
+  CHECK(untouched[Param::launch_us] == approx(sim::stack::prior_profile(100)[Param::launch_us]));
   CHECK(untouched.params[static_cast<std::size_t>(Param::launch_us)].provenance ==
         sim::stack::prior_profile(100).params[static_cast<std::size_t>(Param::launch_us)].provenance);
 }
@@ -106,7 +108,7 @@ TEST_CASE("host prior: validate says which sizes the host's launches set and whe
   // NCCL's constants: 8 x 8.4 us exceed the device time of the small sizes; nothing measured it.
   const fit::ValidationResult prior = fit::validate_run(g8, sim::stack::prior_profile(90));
   CHECK(prior.host_floor.launches == 8);
-  CHECK(prior.host_floor.launch_us == doctest::Approx(8.4));
+  CHECK(prior.host_floor.launch_us == approx(8.4));
   CHECK(prior.host_floor.sizes > 0);
   CHECK(prior.host_floor.max_bytes < g8.bytes.back());  // a large call's device time hides the host
   CHECK_FALSE(prior.host_floor.measured);
@@ -114,7 +116,7 @@ TEST_CASE("host prior: validate says which sizes the host's launches set and whe
   // Every host-bound size is predicted at the host's time: 8 launches.
   for (std::size_t i = 0; i < g8.bytes.size(); ++i)
     if (g8.bytes[i] <= prior.host_floor.max_bytes)
-      CHECK(prior.rows[i].predicted_us == doctest::Approx(8 * 8.4).epsilon(1e-9));
+      CHECK(prior.rows[i].predicted_us == approx(8 * 8.4).epsilon(1e-9));
 
   // The fit on the run measures it; a profile given it by --host-from says where it came from.
   const Profile fitted = fit::fit_profile({g8}, sim::stack::prior_profile(90));

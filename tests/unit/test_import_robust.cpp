@@ -2,6 +2,8 @@
 // that do not match. Each gives one InputError naming the file (and where), or a warning.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -51,12 +53,12 @@ TEST_CASE("import robustness: the tiny trace imports: a launch, a kernel, CPU ti
   const auto d = temp_dir("tiny");
   write(d + "/rank-0.json", tiny(0, 1));
   const auto t = importers::load_trace(d);
-  CHECK(t.traced_s == doctest::Approx(500e-6));
+  CHECK(t.traced_s == approx(500e-6));
   // cpu gap 10 us, launch 5 us, cpu tail 485 us, the kernel.
   REQUIRE(t.graph.ops.size() == 4);
   double host = 0;
   for (const Op& op : t.graph.ops) host += op.host ? op.measured_s : 0;
-  CHECK(host == doctest::Approx(500e-6));
+  CHECK(host == approx(500e-6));
 }
 
 TEST_CASE("import robustness: truncated JSON names the file and the byte") {

@@ -2,6 +2,8 @@
 // each trace says must come out of the op graph (ranks, iteration, sizes, process groups).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -27,7 +29,7 @@ TEST_CASE("import kineto: HTA 2-rank A100 trace, last ProfilerStep, NCCL collect
   CHECK(t.graph.world == 2);  // distributedInfo.world_size
   REQUIRE(t.graph.ranks == std::vector<int>{0});
   // ProfilerStep#6 lasts 224936.243 us; its GPU work ends inside it.
-  CHECK(t.traced_s == doctest::Approx(0.224936243).epsilon(1e-6));
+  CHECK(t.traced_s == approx(0.224936243).epsilon(1e-6));
   int allreduce = 0, broadcast = 0;
   bool seen_26mb = false;
   for (const Op& op : t.graph.ops) {
@@ -53,7 +55,7 @@ TEST_CASE("import kineto: an iteration asked by number, and one the trace does n
   o.iteration = "5";
   const auto t = importers::load_trace(kSamples + "kineto-hta-nccl-2gpu", o);
   CHECK(t.iteration == "ProfilerStep#5");
-  CHECK(t.traced_s == doctest::Approx(0.219726905).epsilon(1e-6));
+  CHECK(t.traced_s == approx(0.219726905).epsilon(1e-6));
   o.iteration = "9";
   CHECK_THROWS_WITH_AS(importers::load_trace(kSamples + "kineto-hta-nccl-2gpu", o),
                        doctest::Contains("iteration 'ProfilerStep#9' not in the trace; it has ProfilerStep#4, ProfilerStep#5, ProfilerStep#6"),
@@ -80,7 +82,7 @@ TEST_CASE("import chakra: feeder JSON nodes, dependencies and the ngpus communic
   const auto it = std::find_if(t.graph.ops.begin(), t.graph.ops.end(),
                                [](const Op& op) { return std::string(op.name).rfind("ncclKernel_Broadcast", 0) == 0; });
   REQUIRE(it != t.graph.ops.end());
-  CHECK(it->measured_s == doctest::Approx(28e-6));
+  CHECK(it->measured_s == approx(28e-6));
   CHECK(it->deps.size() == 3);
   CHECK(has_warning(t, "dependencies on nodes not in the file ignored"));
 }

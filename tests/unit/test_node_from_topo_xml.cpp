@@ -3,6 +3,8 @@
 // generation checked against the base.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -44,7 +46,7 @@ TEST_CASE("node from topo XML: AWS p5 has 4 EFA NICs of 100 Gb/s per GPU") {
   const auto t = topologies::build_topology(spec, 2, 8);
   const auto s = topologies::summarize(t);
   CHECK(s.nics == 64);
-  CHECK(s.injection_Bps_per_gpu == doctest::Approx(32 * 12.5e9 / 8));  // 3200 Gb/s per node
+  CHECK(s.injection_Bps_per_gpu == approx(32 * 12.5e9 / 8));  // 3200 Gb/s per node
 }
 
 TEST_CASE("node from topo XML: a dump's NVLink links into NVSwitches give the line rate") {

@@ -2,6 +2,8 @@
 // and point-to-point benchmarks are refused with the reason.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include "calibration/fit/osu.hpp"
@@ -31,7 +33,7 @@ TEST_CASE("osu: NCCL collectives become nccl-tests runs, sizes in nccl-tests' co
   CHECK(r.op == NcclTestsOp::all_reduce);
   REQUIRE(r.rows.size() == 2);
   CHECK(r.rows[1].size_bytes == 2048);
-  CHECK(r.rows[1].out_of_place->time_us == doctest::Approx(31.0));
+  CHECK(r.rows[1].out_of_place->time_us == approx(31.0));
   // osu_xccl_alltoall sends `size` bytes to each of the ranks: nccl-tests' size is ranks x that.
   const OsuResult a2a = parse_osu(
       osu("OSU NCCL-CUDA All-to-All Personalized Exchange Latency Test v7.5", "1024  40.0\n"), "a.txt");
@@ -75,9 +77,9 @@ TEST_CASE("osu: a call timed on its own pays its launch on top of the device tim
     const double launch = profile[sim::stack::Param::launch_us] * 1e-6;
     const double device = a.time_s - a.breakdown.launch_s + profile[sim::stack::Param::kernel_us] * 1e-6;
     // Overlapped: the host launch shows only where it exceeds the device time; alone: always, in full.
-    CHECK(b.time_s == doctest::Approx(device + launch).epsilon(1e-12));
-    CHECK(b.breakdown.total_s() == doctest::Approx(b.time_s).epsilon(1e-12));
-    CHECK(b.time_s - a.time_s == doctest::Approx(launch - std::max(0.0, launch - device)).epsilon(1e-9));
+    CHECK(b.time_s == approx(device + launch).epsilon(1e-12));
+    CHECK(b.breakdown.total_s() == approx(b.time_s).epsilon(1e-12));
+    CHECK(b.time_s - a.time_s == approx(launch - std::max(0.0, launch - device)).epsilon(1e-9));
   }
   // The reader sets it for OSU output, and needs the ranks (OSU prints no rank lines).
   const std::string file = std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/osu-xccl-allreduce-synthetic.txt";

@@ -3,6 +3,8 @@
 // written with --otf2 comes back with the same collectives (kind, bytes, communicator size).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -44,9 +46,9 @@ TEST_CASE("otf2 import: the Score-P ping-pong is 2 ranks, 16 matched send/recv p
   // Each rank's ops span MPI_Init's Enter to MPI_Finalize's Leave (otf2-print: rank 0 from
   // 7397466977702853 to 7397467395123952, rank 1 from 7397466977062212 to 7397467395126352
   // ticks at 2095197216 ticks/s).
-  CHECK(t.traced_iteration_s.at(0) == doctest::Approx(417421099.0 / 2095197216.0).epsilon(1e-9));
-  CHECK(t.traced_iteration_s.at(1) == doctest::Approx(418064140.0 / 2095197216.0).epsilon(1e-9));
-  CHECK(t.traced_s == doctest::Approx(418064140.0 / 2095197216.0).epsilon(1e-9));
+  CHECK(t.traced_iteration_s.at(0) == approx(417421099.0 / 2095197216.0).epsilon(1e-9));
+  CHECK(t.traced_iteration_s.at(1) == approx(418064140.0 / 2095197216.0).epsilon(1e-9));
+  CHECK(t.traced_s == approx(418064140.0 / 2095197216.0).epsilon(1e-9));
 }
 
 TEST_CASE("otf2 import: a simulated iteration written with --otf2 comes back with the same collectives") {

@@ -1,6 +1,8 @@
 // NCCL_DEBUG=INFO log parser on the published excerpts and on malformed input.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include "calibration/fit/nccl_log.hpp"
@@ -18,7 +20,7 @@ TEST_CASE("parse: nccl#1453 excerpt: old-form TUNING lines, comm shape, rings, p
   CHECK(log.choices[0].bytes == 128);
   CHECK(log.choices[0].algo == "tree");
   CHECK(log.choices[0].proto == "ll");
-  CHECK(*log.choices[0].model_time_us == doctest::Approx(25.214764));
+  CHECK(*log.choices[0].model_time_us == approx(25.214764));
   CHECK(log.choices.back().bytes == 262144);
   CHECK(log.choices.back().proto == "ll128");
   REQUIRE(log.comms.size() == 1);
@@ -35,8 +37,8 @@ TEST_CASE("parse: nccl#1453 excerpt: old-form TUNING lines, comm shape, rings, p
   CHECK(log.trees[0].entries[3].up == 7);
   const NcclTuningCell* c = log.cell("AllGather", "ring", "simple");
   REQUIRE(c);
-  CHECK(c->latency_us == doctest::Approx(70.0));
-  CHECK(c->bw_GBps == doctest::Approx(21.3));
+  CHECK(c->latency_us == approx(70.0));
+  CHECK(c->bw_GBps == approx(21.3));
   CHECK(log.max_nthreads.at("ring/ll128") == 640);
   CHECK(log.warnings.size() == 1);  // the AllReduce row is cut mid-line in the excerpt
   // Strict mode: the cut row is an error naming its line.
@@ -78,8 +80,8 @@ TEST_CASE("parse: GRAPH and COLL lines") {
   NcclLog log = parse_nccl_log(text, "g.log");
   REQUIRE(log.graphs.size() == 2);
   CHECK(log.graphs[0].n_channels == 16);
-  CHECK(log.graphs[0].bw_intra_GBps == doctest::Approx(40.0));
-  CHECK(log.graphs[0].bw_inter_GBps == doctest::Approx(24.0));
+  CHECK(log.graphs[0].bw_intra_GBps == approx(40.0));
+  CHECK(log.graphs[0].bw_inter_GBps == approx(24.0));
   CHECK(log.graphs[0].type_inter == "PIX");
   CHECK(log.graphs[1].pattern == 3);
   REQUIRE(log.colls.size() == 1);
@@ -118,10 +120,10 @@ TEST_CASE("parse: communicator shape for the selection model from comm and GRAPH
   CHECK(s.n_ranks == 16);
   CHECK(s.n_nodes == 2);
   CHECK(s.local_ranks == 8);
-  CHECK(s.ring.bw_inter == doctest::Approx(24.0));
+  CHECK(s.ring.bw_inter == approx(24.0));
   CHECK(s.ring.type_inter == commstack::select::PathType::pix);
   CHECK(s.tree.pattern == 1);
-  CHECK(s.nvls.bw_inter == doctest::Approx(48.0));
+  CHECK(s.nvls.bw_inter == approx(48.0));
   CHECK(s.nvls_support);
   CHECK(s.nvls_channels == 16);
   auto t = commstack::select::tune_model(s);

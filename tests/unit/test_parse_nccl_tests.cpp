@@ -2,6 +2,8 @@
 // robustness cases (truncation, #wrong, N/A, mixed rank lines, garbage, empty input).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <fmt/format.h>
 #include <filesystem>
 #include <string>
@@ -51,11 +53,11 @@ TEST_CASE("parse: nccl-tests small table with rank lines, #wrong and N/A") {
   CHECK(*r.rows[0].count == 2);
   CHECK(r.rows[0].type == "float");
   CHECK(*r.rows[0].root == -1);
-  CHECK(r.rows[0].out_of_place->time_us == doctest::Approx(29.72));
+  CHECK(r.rows[0].out_of_place->time_us == approx(29.72));
   CHECK(*r.rows[0].in_place->wrong == 3);
   CHECK_FALSE(r.rows[1].in_place->wrong.has_value());  // N/A
   CHECK(*r.rows[1].out_of_place->wrong == 0);
-  CHECK(*r.avg_busbw_GBps == doctest::Approx(0.0012));
+  CHECK(*r.avg_busbw_GBps == approx(0.0012));
   CHECK(*r.out_of_bounds == 0);
   CHECK(*r.run.iters == 20);
   CHECK(*r.run.warmup_iters == 5);
@@ -103,9 +105,9 @@ TEST_CASE("parse: nccl-tests -I per-iteration columns") {
   CHECK(r.op == NcclTestsOp::reduce_scatter);
   CHECK(r.op_source == "test-start line");
   REQUIRE(r.rows.size() == 1);
-  CHECK(*r.rows[0].out_of_place->i_p99_us == doctest::Approx(21.10));
-  CHECK(*r.rows[0].in_place->i_cv_percent == doctest::Approx(1.20));
-  CHECK(*r.rows[0].in_place->busbw_GBps == doctest::Approx(46.10));
+  CHECK(*r.rows[0].out_of_place->i_p99_us == approx(21.10));
+  CHECK(*r.rows[0].in_place->i_cv_percent == approx(1.20));
+  CHECK(*r.rows[0].in_place->busbw_GBps == approx(46.10));
 }
 
 TEST_CASE("parse: every published nccl-tests file parses with its op inferred") {
@@ -133,7 +135,8 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
   CHECK(dgx.ranks[0].busid == "0000:19:00");
   // busbw = algbw x 2(n-1)/n for all_reduce, as printed (rounding of the two columns).
   for (const auto& row : dgx.rows)
-    if (*row.out_of_place->algbw_GBps > 10) CHECK(*row.out_of_place->busbw_GBps == doctest::Approx(*row.out_of_place->algbw_GBps * 1.75).epsilon(0.002));
+    if (*row.out_of_place->algbw_GBps > 10)
+      CHECK(*row.out_of_place->busbw_GBps == approx(*row.out_of_place->algbw_GBps * 1.75).epsilon(0.002));
 
   auto cw = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_a100_16n8g_coreweave-2022.txt");
   CHECK(cw.n_ranks == 5);  // the README shows ranks 0-4 then "..."
@@ -141,7 +144,7 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
   CHECK(cw.n_hosts == 1);
   CHECK(cw.gpu_model == "NVIDIA A100-SXM4-80GB");
   CHECK(cw.columns.size() == 12);  // old format: no root column, "error" instead of #wrong
-  CHECK(*cw.rows[1].out_of_place->max_error == doctest::Approx(2e-07));
+  CHECK(*cw.rows[1].out_of_place->max_error == approx(2e-07));
   CHECK_FALSE(cw.rows[0].root.has_value());
 
   auto cs = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt");
@@ -154,7 +157,7 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
   CHECK(a2a.op_source == "OP line");
   CHECK_FALSE(a2a.rows.back().in_place->wrong.has_value());
   CHECK(a2a.rows.back().size_bytes == 17179869184ULL);
-  CHECK(a2a.rows.back().out_of_place->time_us == doctest::Approx(379707));
+  CHECK(a2a.rows.back().out_of_place->time_us == approx(379707));
 
   auto g = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_gather_b200_1n2g_google-dranet-nvidia-dra.txt");
   CHECK(g.elided);
@@ -166,13 +169,13 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
   CHECK(l.op_source == "command line");
   CHECK(*l.nccl_version == "2.26.2");
   CHECK(l.rows.size() == 32);
-  CHECK(*l.avg_busbw_GBps == doctest::Approx(33.4128));
+  CHECK(*l.avg_busbw_GBps == approx(33.4128));
   auto h = parse_nccl_tests_file(logs_dir() + "nccl-tests-256-h200-topo-dump.txt");
   CHECK(h.n_ranks == 16);
   CHECK(h.n_hosts == 2);
   CHECK(h.gpus_per_node == 8);
   CHECK(h.rows.size() == 3);
-  CHECK(h.rows[2].in_place->busbw_GBps == doctest::Approx(486.84));
+  CHECK(h.rows[2].in_place->busbw_GBps == approx(486.84));
 }
 
 TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
@@ -247,9 +250,9 @@ TEST_CASE(
     CHECK(r.ranks[2].host == "node-b");
     REQUIRE(r.rows.size() == plain.rows.size());
     CHECK(r.rows[1].size_bytes == 16);
-    CHECK(r.rows[0].out_of_place->time_us == doctest::Approx(29.72));
+    CHECK(r.rows[0].out_of_place->time_us == approx(29.72));
     CHECK(*r.rows[0].in_place->wrong == 3);
-    CHECK(*r.avg_busbw_GBps == doctest::Approx(0.0012));
+    CHECK(*r.avg_busbw_GBps == approx(0.0012));
     CHECK(*r.run.iters == 20);
   }
 }
@@ -424,7 +427,7 @@ TEST_CASE("parse: a log of several nccl-tests runs is read one run at a time") {
   const NcclTestsResult first = parse_nccl_tests(two, "job.out", NcclTestsOp::unknown, 0);
   CHECK(first.op == NcclTestsOp::all_reduce);
   CHECK(first.rows.size() == 2);
-  CHECK(*first.avg_busbw_GBps == doctest::Approx(76.46));
+  CHECK(*first.avg_busbw_GBps == approx(76.46));
   const NcclTestsResult second = parse_nccl_tests(two, "job.out", NcclTestsOp::unknown, 1);
   CHECK(second.op == NcclTestsOp::all_gather);
   REQUIRE(second.rows.size() == 1);
@@ -524,7 +527,7 @@ TEST_CASE("parse: logs as users paste them: a cut last row, other output in the 
   const NcclTestsResult o = parse_nccl_tests(old, "alltoall_old.txt");
   REQUIRE(o.rows.size() == 2);
   CHECK(o.rows[0].redop.empty());
-  CHECK(o.rows[0].out_of_place->time_us == doctest::Approx(212.1));
+  CHECK(o.rows[0].out_of_place->time_us == approx(212.1));
   CHECK_FALSE(o.rows[0].out_of_place->max_error.has_value());
   CHECK(*o.rows[1].in_place->max_error == 0.0);
   CHECK(o.op == NcclTestsOp::alltoall);  // from the file name: a blank redop tells the columns nothing
@@ -549,7 +552,7 @@ TEST_CASE("parse: logs as users paste them: a cut last row, other output in the 
   const auto headerless = parse_nccl_tests(rows_only, "r.txt");
   REQUIRE(headerless.rows.size() == 2);
   CHECK(headerless.rows[0].size_bytes == 8);
-  CHECK(headerless.rows[1].out_of_place->time_us == doctest::Approx(full.rows[1].out_of_place->time_us));
+  CHECK(headerless.rows[1].out_of_place->time_us == approx(full.rows[1].out_of_place->time_us));
   CHECK(headerless.rows[1].in_place->busbw_GBps == full.rows[1].in_place->busbw_GBps);
   CHECK(headerless.table_first_line == 1);
   REQUIRE(!headerless.notes.empty());

@@ -2,6 +2,8 @@
 // settings and version, and one clear error per malformed field.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include "calibration/fit/nccl_tests.hpp"
@@ -79,7 +81,7 @@ TEST_CASE("parse: nccl-tests JSON carries the run's NCCL settings, version and -
   REQUIRE(r.rows.size() == 1);
   CHECK(*r.rows[0].root == -1);
   CHECK_FALSE(r.rows[0].in_place.has_value());
-  CHECK(*r.avg_busbw_GBps == doctest::Approx(45.88));
+  CHECK(*r.avg_busbw_GBps == approx(45.88));
 }
 
 TEST_CASE("parse: malformed nccl-tests JSON names the field and what was expected") {

@@ -1,6 +1,8 @@
 // OSU micro-benchmark and ReproMPI parsers.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include "calibration/fit/osu.hpp"
@@ -28,7 +30,7 @@ TEST_CASE("parse: osu_latency with CUDA buffers") {
   CHECK(r.column(OsuColumn::latency_us) == 0);
   REQUIRE(r.rows.size() == 3);
   CHECK(r.rows[2].size_bytes == 4194304);
-  CHECK(r.rows[2].values[0] == doctest::Approx(221.45));
+  CHECK(r.rows[2].values[0] == approx(221.45));
 }
 
 TEST_CASE("parse: osu_bibw host buffers and osu_allreduce with -f columns") {
@@ -41,7 +43,7 @@ TEST_CASE("parse: osu_bibw host buffers and osu_allreduce with -f columns") {
   CHECK(b.benchmark == "Bi-Directional Bandwidth");
   CHECK_FALSE(b.device_build);
   CHECK(b.column(OsuColumn::bandwidth_MBps) == 0);
-  CHECK(b.rows[1].values[0] == doctest::Approx(24100.55));
+  CHECK(b.rows[1].values[0] == approx(24100.55));
   const char* ar =
       "# OSU MPI Allreduce Latency Test v7.3\n"
       "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n"
@@ -53,7 +55,7 @@ TEST_CASE("parse: osu_bibw host buffers and osu_allreduce with -f columns") {
   CHECK(a.column(OsuColumn::min_latency_us) == 1);
   CHECK(a.column(OsuColumn::max_latency_us) == 2);
   CHECK(a.column(OsuColumn::iterations) == 3);
-  CHECK(a.rows[1].values[2] == doctest::Approx(2.13));
+  CHECK(a.rows[1].values[2] == approx(2.13));
 }
 
 TEST_CASE("parse: OSU bad input is an InputError naming file and line") {
@@ -85,8 +87,8 @@ TEST_CASE("parse: ReproMPI per-repetition output and summary") {
   auto s = r.summarize();
   REQUIRE(s.size() == 2);
   CHECK(s[0].n == 3);
-  CHECK(s[0].median_s == doctest::Approx(0.0000030911));
-  CHECK(s[0].min_s == doctest::Approx(0.0000029809));
+  CHECK(s[0].median_s == approx(0.0000030911));
+  CHECK(s[0].min_s == approx(0.0000029809));
   CHECK(s[1].bytes == 10);
   CHECK_THROWS_AS(parse_repro_mpi("", "e.txt"), commstack::InputError);
   CHECK_THROWS_WITH_AS(parse_repro_mpi("test nrep count runtime_sec\nMPI_Bcast 0 x 1.0\n", "b.txt"),

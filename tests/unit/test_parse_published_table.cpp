@@ -2,6 +2,8 @@
 // calibration/data/nccl-tests, the busbw -> time conversion, the rounding rule and every refusal.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 
 #include "calibration/fit/profile_fit.hpp"
@@ -94,12 +96,11 @@ TEST_CASE("published table: ND A100 v4 all-reduce busbw becomes nccl-tests time 
   CHECK(t.result.rows.front().size_bytes == 16384);  // 0.67 GB/s: 0.75% uncertain, kept
   const auto& g1 = row_of(t.result, 1073741824);
   REQUIRE(g1.out_of_place);
-  CHECK(g1.out_of_place->busbw_GBps.value() == doctest::Approx(228.10));
-  CHECK(g1.out_of_place->time_us == doctest::Approx(1073741824.0 * 2 * 7 / 8 / 228.10e3));
-  CHECK(g1.out_of_place->algbw_GBps.value() == doctest::Approx(228.10 * 8 / 14));
-  CHECK(row_of(t.result, 65536).out_of_place->time_us == doctest::Approx(65536.0 * 1.75 / 2.70e3));
-  CHECK(row_of(t.result, 8589934592ULL).out_of_place->time_us ==
-        doctest::Approx(8589934592.0 * 1.75 / 231.58e3));
+  CHECK(g1.out_of_place->busbw_GBps.value() == approx(228.10));
+  CHECK(g1.out_of_place->time_us == approx(1073741824.0 * 2 * 7 / 8 / 228.10e3));
+  CHECK(g1.out_of_place->algbw_GBps.value() == approx(228.10 * 8 / 14));
+  CHECK(row_of(t.result, 65536).out_of_place->time_us == approx(65536.0 * 1.75 / 2.70e3));
+  CHECK(row_of(t.result, 8589934592ULL).out_of_place->time_us == approx(8589934592.0 * 1.75 / 231.58e3));
   // The table does not give the ranks: nodes / GPUs per node stay with the run spec.
   CHECK(t.result.n_hosts == 0);
   CHECK_FALSE(t.result.ranks_complete);
@@ -113,7 +114,7 @@ TEST_CASE("published table: the rounding rule's bound is half the last printed d
   CHECK(t.result.rows[0].size_bytes == 1024);
   CHECK(t.result.rows[1].size_bytes == 8192);
   // all-gather on 2 ranks: busbw = algbw x 1/2.
-  CHECK(t.result.rows[1].out_of_place->time_us == doctest::Approx(8192.0 * 0.5 / 5.0e3));
+  CHECK(t.result.rows[1].out_of_place->time_us == approx(8192.0 * 0.5 / 5.0e3));
   REQUIRE(t.notes.size() == 2);
   CHECK(t.notes[0] ==
         "r.csv:3: dropped size 2048: s_busbw_GBps GB/s printed as '0.49' is only known to 1.0% (rounding; "
@@ -137,17 +138,17 @@ TEST_CASE("published table: NDm A100 v4 rows: latency taken as time, busbw throu
   REQUIRE(ar.result.rows.size() == 3);
   CHECK(ar.notes.empty());
   CHECK(ar.result.rows[0].size_bytes == 1024);
-  CHECK(ar.result.rows[0].out_of_place->time_us == doctest::Approx(35.85));
-  CHECK(ar.result.rows[1].out_of_place->time_us == doctest::Approx(1073741824.0 * 2 * 15 / 16 / 183.82e3));
+  CHECK(ar.result.rows[0].out_of_place->time_us == approx(35.85));
+  CHECK(ar.result.rows[1].out_of_place->time_us == approx(1073741824.0 * 2 * 15 / 16 / 183.82e3));
   CHECK(ar.result.rows[2].size_bytes == 4294967296ULL);
-  CHECK(ar.result.rows[2].out_of_place->time_us == doctest::Approx(4294967296.0 * 2 * 15 / 16 / 188.18e3));
+  CHECK(ar.result.rows[2].out_of_place->time_us == approx(4294967296.0 * 2 * 15 / 16 / 188.18e3));
   // "allgather" column for op all_gather; (n-1)/n on 2 ranks.
   const auto ag = load_published_table(data(kMscclpp), sel({}, "2node_1gpu", NcclTestsOp::all_gather));
   REQUIRE(ag.result.rows.size() == 2);
-  CHECK(ag.result.rows[0].out_of_place->time_us == doctest::Approx(16.08));
-  CHECK(ag.result.rows[1].out_of_place->time_us == doctest::Approx(1073741824.0 * 0.5 / 15.84e3));
+  CHECK(ag.result.rows[0].out_of_place->time_us == approx(16.08));
+  CHECK(ag.result.rows[1].out_of_place->time_us == approx(1073741824.0 * 0.5 / 15.84e3));
   const auto a2a = load_published_table(data(kMscclpp), sel({}, "1node_8gpu", NcclTestsOp::alltoall, 1, 8));
-  CHECK(a2a.result.rows[1].out_of_place->time_us == doctest::Approx(1073741824.0 * 7 / 8 / 254.69e3));
+  CHECK(a2a.result.rows[1].out_of_place->time_us == approx(1073741824.0 * 7 / 8 / 254.69e3));
 }
 
 TEST_CASE("published table: B200 Vultr peak summary, one point per collective and scope") {
@@ -157,19 +158,19 @@ TEST_CASE("published table: B200 Vultr peak summary, one point per collective an
   CHECK(ar.result.gpus_per_node == 8);
   REQUIRE(ar.result.rows.size() == 1);
   CHECK(ar.result.rows[0].size_bytes == 17179869184ULL);
-  CHECK(ar.result.rows[0].out_of_place->time_us == doctest::Approx(17179869184.0 * 1.75 / 842.91e3));
+  CHECK(ar.result.rows[0].out_of_place->time_us == approx(17179869184.0 * 1.75 / 842.91e3));
   // sendrecv: bus factor 1; "sendrecv_v2" is a different row and never matches "sendrecv".
   const auto sr = load_published_table(data(kVultr), sel({}, "inter-node", NcclTestsOp::sendrecv, 2, 8));
   REQUIRE(sr.result.rows.size() == 1);
   CHECK(sr.result.rows[0].size_bytes == 536870912);
-  CHECK(sr.result.rows[0].out_of_place->time_us == doctest::Approx(536870912.0 / 19.82e3));
+  CHECK(sr.result.rows[0].out_of_place->time_us == approx(536870912.0 / 19.82e3));
   // Inter-node: 16 ranks, the node split is the run spec's.
   CHECK(sr.result.n_ranks == 16);
   CHECK(sr.result.n_hosts == 0);
   const auto rs =
       load_published_table(data(kVultr), sel({}, "inter-node", NcclTestsOp::reduce_scatter, 2, 8));
   CHECK(rs.result.rows[0].size_bytes == 8589934592ULL);
-  CHECK(rs.result.rows[0].out_of_place->time_us == doctest::Approx(8589934592.0 * 15 / 16 / 307.91e3));
+  CHECK(rs.result.rows[0].out_of_place->time_us == approx(8589934592.0 * 15 / 16 / 307.91e3));
 }
 
 TEST_CASE("published table: selection errors name the file and list what it holds") {
@@ -274,7 +275,7 @@ TEST_CASE("published table: load_measured_run takes a table through the run spec
   REQUIRE(run.bytes.size() == 20);  // 1K..8K dropped: 0.06 .. 0.47 GB/s
   CHECK(run.notes.size() == 4);
   CHECK(run.bytes.back() == 8589934592ULL);
-  CHECK(run.measured_us.back() == doctest::Approx(8589934592.0 * 1.75 / 479.98e3));
+  CHECK(run.measured_us.back() == approx(8589934592.0 * 1.75 / 479.98e3));
   // The multi-op table gives nodes and GPUs itself.
   const MeasuredRun m = load_measured_run(
       parse_run_spec(data(kMscclpp) + "@config=2node_1gpu,op=alltoall", "--input"), std::string("dgx-a100"));

@@ -1,6 +1,8 @@
 // NCCL topology XML parser: the Azure/AWS topology files and NCCL dump excerpts.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <string>
 #include <vector>
 
@@ -21,7 +23,7 @@ TEST_CASE("parse: topo XML AWS p4d (PCI-class GPUs and NICs, 2 GPUs + 1 NIC per 
   REQUIRE(t.nics.size() == 4);
   for (const auto& n : t.nics) CHECK(n.gpus_same_switch.size() == 2);
   CHECK(t.nics[3].gpus_same_switch[0] == 6);
-  CHECK(t.pcis[0].bw_GBps == doctest::Approx(12.0));  // 8 GT/s x16 = 16*60/80
+  CHECK(t.pcis[0].bw_GBps == approx(12.0));  // 8 GT/s x16 = 16*60/80
 }
 
 TEST_CASE("parse: topo XML AWS p5 (H100, 4 EFA NICs per GPU switch)") {
@@ -30,8 +32,8 @@ TEST_CASE("parse: topo XML AWS p5 (H100, 4 EFA NICs per GPU switch)") {
   CHECK(t.gpus[0].sm == 90);
   CHECK(t.cpus[0].vendor == "AuthenticAMD");
   REQUIRE(t.nics.size() == 32);
-  CHECK(t.nics[0].speed_Mbps == doctest::Approx(100000));
-  CHECK(t.nics[0].bw_GBps() == doctest::Approx(12.5));
+  CHECK(t.nics[0].speed_Mbps == approx(100000));
+  CHECK(t.nics[0].bw_GBps() == approx(12.5));
   CHECK(t.nics[0].gdr);
   for (const auto& n : t.nics) CHECK(n.gpus_same_switch.size() == 1);
   CHECK(t.nics[5].gpus_same_switch[0] == 1);
@@ -41,7 +43,7 @@ TEST_CASE("parse: topo XML Azure NCv4 (NVLink count and per-GPU bandwidth), NDv4
   NodeTopology a = parse_nccl_topo_xml_file(logs_dir() + "azure-ncv4-a100pcie-topo.xml");
   CHECK(a.gpu_count() == 4);
   CHECK(a.gpus[0].nvlink_count() == 12);
-  CHECK(a.gpus[0].nvlink_bw_GBps() == doctest::Approx(240.0));  // 12 x 20.0 (SM80)
+  CHECK(a.gpus[0].nvlink_bw_GBps() == approx(240.0));  // 12 x 20.0 (SM80)
   CHECK(a.nics.size() == 1);
   CHECK(a.nics[0].name == "eth0");
   CHECK(a.nvswitch_targets() == 0);
@@ -49,7 +51,7 @@ TEST_CASE("parse: topo XML Azure NCv4 (NVLink count and per-GPU bandwidth), NDv4
   CHECK(b.gpu_count() == 8);
   CHECK(b.nics.size() == 8);
   for (const auto& n : b.nics) CHECK(n.gpus_same_switch.size() == 1);
-  CHECK(b.pcis[0].bw_GBps == doctest::Approx(48.0));  // Gen5 x16
+  CHECK(b.pcis[0].bw_GBps == approx(48.0));  // Gen5 x16
   NodeTopology c = parse_nccl_topo_xml_file(logs_dir() + "azure-ndv4-a100-topo.xml");
   CHECK(c.gpu_count() == 8);
   CHECK(c.nics.size() == 8);
@@ -79,13 +81,13 @@ TEST_CASE("parse: topo XML dump of an H200 GPU: NVLink via NVSwitch, 18 links x 
       "</system>\n";
   NodeTopology t = parse_nccl_topo_xml(xml, "h200.xml");
   REQUIRE(t.gpu_count() == 1);
-  CHECK(t.gpus[0].nvlink_bw_GBps() == doctest::Approx(370.8));
+  CHECK(t.gpus[0].nvlink_bw_GBps() == approx(370.8));
   CHECK(t.nvswitch_targets() == 1);
   REQUIRE(t.nics.size() == 1);
   CHECK(t.nics[0].name == "mlx5_0");
-  CHECK(t.nics[0].bw_GBps() == doctest::Approx(50.0));
-  CHECK(nccl_nvlink_bw_per_link(100) == doctest::Approx(40.1));
-  CHECK(nccl_nvlink_bw_per_link(80) == doctest::Approx(20.0));
+  CHECK(t.nics[0].bw_GBps() == approx(50.0));
+  CHECK(nccl_nvlink_bw_per_link(100) == approx(40.1));
+  CHECK(nccl_nvlink_bw_per_link(80) == approx(20.0));
 }
 
 TEST_CASE("parse: topo XML excerpts and garbage are InputErrors naming the line") {

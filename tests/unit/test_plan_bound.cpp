@@ -3,6 +3,8 @@
 // it is at least the compute-only bound, and pruning returns exactly the top K of simulating all.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -107,6 +109,6 @@ TEST_CASE("plan: branch and bound gives the same top 3 as simulating every confi
     all.push_back(sim::train::simulate_training(simulator, setup).iteration_s);
   }
   std::sort(all.begin(), all.end());
-  for (std::size_t i = 0; i < 3; ++i) CHECK(r.ranked[i].result.iteration_s == doctest::Approx(all[i]).epsilon(1e-9));
+  for (std::size_t i = 0; i < 3; ++i) CHECK(r.ranked[i].result.iteration_s == approx(all[i]).epsilon(1e-9));
   for (std::size_t i = 1; i < 3; ++i) CHECK(r.ranked[i - 1].result.iteration_s <= r.ranked[i].result.iteration_s);
 }

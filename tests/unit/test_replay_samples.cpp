@@ -3,6 +3,8 @@
 // within 5 % (docs/replay.md reports the numbers).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -28,7 +30,7 @@ TEST_CASE("replay: HTA 2-rank A100 trace on dgx-a100 within 5 % of the traced it
   const auto r = sim::replay::replay(t, s, {});
   CHECK(r.resimulated_ops == 7);  // 5 all-reduces and 2 broadcasts
   CHECK(r.kept_comm_ops == 0);
-  CHECK(r.traced_s == doctest::Approx(0.224936243).epsilon(1e-6));
+  CHECK(r.traced_s == approx(0.224936243).epsilon(1e-6));
   CHECK(std::abs(r.replayed_s - r.traced_s) / r.traced_s < 0.05);
   // Each re-simulated all-reduce or broadcast moves at least its buffer once over one GPU's NVLink
   // (a 2-rank ring sends B per GPU; a ring broadcast sends B from the root to the other rank);
@@ -39,7 +41,7 @@ TEST_CASE("replay: HTA 2-rank A100 trace on dgx-a100 within 5 % of the traced it
     CHECK(r.duration[static_cast<std::size_t>(op.id)] < 1e-3);
   }
   // The compute kernels keep their traced durations.
-  CHECK(r.replayed.compute_s == doctest::Approx(r.traced.compute_s).epsilon(1e-9));
+  CHECK(r.replayed.compute_s == approx(r.traced.compute_s).epsilon(1e-9));
 }
 
 TEST_CASE("replay: scale-dp 2 widens the world process group to 4 ranks") {
@@ -65,7 +67,7 @@ TEST_CASE("replay: NCCL log of three all-reduces runs them back to back on one s
   for (const Op& op : r.graph.ops) {
     if (op.rank == 0) sum += r.duration[static_cast<std::size_t>(op.id)];
   }
-  CHECK(r.replayed_s == doctest::Approx(sum).epsilon(1e-12));
+  CHECK(r.replayed_s == approx(sum).epsilon(1e-12));
   CHECK(r.replayed_s > 386560.0 * 4 / 600e9);
   CHECK(r.traced_s == 0);  // the log has no timestamps
 }
@@ -77,7 +79,7 @@ TEST_CASE("replay: Chakra graph without modelled communication replays as traced
   const auto r = sim::replay::replay(t, s, {});
   CHECK(r.resimulated_ops == 0);
   CHECK(r.traced_s > 0);
-  CHECK(r.replayed_s == doctest::Approx(r.traced_s).epsilon(1e-12));
+  CHECK(r.replayed_s == approx(r.traced_s).epsilon(1e-12));
 }
 
 TEST_CASE("replay: a cluster with too few GPUs is an input error") {

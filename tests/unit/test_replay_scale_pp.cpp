@@ -5,6 +5,8 @@
 // and phase, or without a pipeline, are refused.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -95,7 +97,7 @@ TEST_CASE("scale-pp: a PP2 trace made 2x deeper is the PP4 job with twice the la
   // Replayed, the deeper trace takes the deeper job's time (same engine, same per-stage work).
   sim::replay::ReplayOptions ro;
   const auto rr = sim::replay::replay(scaled, sim, ro);
-  CHECK(rr.replayed_s == doctest::Approx(deep.iteration_s).epsilon(1e-6));
+  CHECK(rr.replayed_s == approx(deep.iteration_s).epsilon(1e-6));
 }
 
 TEST_CASE("scale-pp: traces without micro-batch and phase, or without a pipeline, are refused") {

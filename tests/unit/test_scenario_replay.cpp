@@ -4,6 +4,8 @@
 // are refused with their JSON path.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -89,8 +91,7 @@ TEST_CASE("whatif replay: an identical variant has a speedup of exactly 1") {
   }
   // The parts add up to the critical rank's iteration (compute + exposed comm + idle).
   const auto& b = w.rows[0];
-  CHECK(b.breakdown_s[0] + b.breakdown_s[1] + b.breakdown_s[2] ==
-        doctest::Approx(b.iteration_s).epsilon(1e-9));
+  CHECK(b.breakdown_s[0] + b.breakdown_s[1] + b.breakdown_s[2] == approx(b.iteration_s).epsilon(1e-9));
   CHECK(b.result.at("traced_s").get<double>() > 0.2);  // ProfilerStep#6: 224.9 ms traced
   const std::string text = sc::whatif_text(w);
   CHECK(text.find("iteration ms") != std::string::npos);
@@ -210,6 +211,6 @@ TEST_CASE("whatif replay: a scale_pp 2 variant of a PP2 train --otf2 archive tak
   const auto w = sc::run_whatif(sc::parse_scenario(doc, "t.json", ""), 1);
   std::filesystem::remove_all(dir);
   REQUIRE(w.rows.size() == 2);
-  CHECK(w.rows[1].iteration_s == doctest::Approx(deep_s).epsilon(1e-6));
+  CHECK(w.rows[1].iteration_s == approx(deep_s).epsilon(1e-6));
   CHECK(w.rows[1].iteration_s > w.rows[0].iteration_s);  // twice the layers, 3 bubbles instead of 1
 }

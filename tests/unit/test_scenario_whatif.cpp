@@ -3,6 +3,8 @@
 // parallel processes.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -76,7 +78,7 @@ TEST_CASE("whatif: slower NICs or more oversubscription never speed the run up")
   CHECK(w.rows[6].iteration_s >= base.iteration_s);
   for (const auto& r : w.rows) {
     CHECK(r.speedup <= 1.0);
-    CHECK(r.speedup == doctest::Approx(base.iteration_s / r.iteration_s).epsilon(1e-15));
+    CHECK(r.speedup == approx(base.iteration_s / r.iteration_s).epsilon(1e-15));
     // Compute does not depend on the network.
     CHECK(r.breakdown_s[0] == base.breakdown_s[0]);
   }

@@ -3,6 +3,8 @@
 // choices match; the acceptance target is that all of them do.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -30,7 +32,8 @@ int count_matches(const NcclLog& log, const CommShape& s, const TuneTables& t, c
     CHECK(key(sel.algo) == c.algo);
     CHECK(key(sel.proto) == c.proto);
     if (c.channel_hi) CHECK(sel.n_channels == *c.channel_hi - *c.channel_lo + 1);
-    if (c.model_time_us) CHECK(sel.time_us[idx(sel.algo)][idx(sel.proto)] == doctest::Approx(*c.model_time_us).epsilon(1e-5));
+    if (c.model_time_us)
+      CHECK(sel.time_us[idx(sel.algo)][idx(sel.proto)] == approx(*c.model_time_us).epsilon(1e-5));
   }
   std::printf("select-vs-log %s: %d of %zu TUNING choices match\n", label, match, log.choices.size());
   return match;
@@ -105,10 +108,10 @@ TEST_CASE("select: computed init tuning table vs the table printed in nccl#1519 
     bw_ok += std::abs(bw - c.bw_GBps) < 0.051 ? 1 : 0;
     if (p != Proto::ll) {  // Ring LL differs: that NCCL used busBw/4, 2.28.9 uses busBw/2 (see docs)
       CAPTURE(c.line);
-      CHECK(lat == doctest::Approx(c.latency_us).epsilon(0.003));
-      CHECK(bw == doctest::Approx(c.bw_GBps).epsilon(0.003));
+      CHECK(lat == approx(c.latency_us).epsilon(0.003));
+      CHECK(bw == approx(c.bw_GBps).epsilon(0.003));
     } else {
-      CHECK(lat == doctest::Approx(c.latency_us).epsilon(0.003));
+      CHECK(lat == approx(c.latency_us).epsilon(0.003));
     }
   }
   std::printf("select-vs-table nccl-1519: ring cells %d, latency match %d, bandwidth match %d\n", n, lat_ok, bw_ok);

@@ -2,6 +2,8 @@
 // tables from published logs, and the algorithm/protocol choices in those logs.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -47,8 +49,9 @@ TEST_CASE("select: 1453 model times of Tree LL / LL128 AllReduce match NCCL's pr
   CommShape s = h100_3node();
   TuneTables t = tune_model(s);
   // Tree LL: lat 6.8 + 2*(7*0.6 + log2(3)*5.0) = 25.2 us; bw = min(192/3.8, 20.4)*0.85*0.5 GB/s.
-  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] == doctest::Approx(25.2).epsilon(1e-6));
-  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] == doctest::Approx(20.4 * 0.85 * 0.5).epsilon(1e-6));
+  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] == approx(25.2).epsilon(1e-6));
+  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::tree)][idx(Proto::ll)] ==
+        approx(20.4 * 0.85 * 0.5).epsilon(1e-6));
   const struct {
     std::uint64_t bytes;
     Algo algo;
@@ -61,7 +64,7 @@ TEST_CASE("select: 1453 model times of Tree LL / LL128 AllReduce match NCCL's pr
   for (const auto& e : log) {
     Selection sel = select_algorithm(t, s, Func::all_reduce, e.bytes);
     CAPTURE(e.bytes);
-    CHECK(sel.time_us[idx(e.algo)][idx(e.proto)] == doctest::Approx(e.time).epsilon(1e-6));
+    CHECK(sel.time_us[idx(e.algo)][idx(e.proto)] == approx(e.time).epsilon(1e-6));
     CHECK(sel.algo == e.algo);
     CHECK(sel.proto == e.proto);
   }
@@ -72,13 +75,16 @@ TEST_CASE("select: ring latency closed form and the multi-node ring plateau fact
   TuneTables t = tune_model(s);
   // Ring AllReduce Simple, 24 ranks on 3 nodes: 8.4 + (46-4)*max(3.4, 3*1.0) + 4*14.0.
   double lat = 8.4 + 42 * 3.4 + 4 * 14.0;
-  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(lat).epsilon(1e-6));
+  CHECK(t.latency_us[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] ==
+        approx(lat).epsilon(1e-6));
   // Ring Simple bus bw 16*12 = 192 GB/s -> algo bw 192*24/46.
   double bw = 192.0 * 24 / 46;
-  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(bw).epsilon(1e-6));
+  CHECK(t.bandwidth_GBps[idx(Func::all_reduce)][idx(Algo::ring)][idx(Proto::simple)] ==
+        approx(bw).epsilon(1e-6));
   std::uint64_t big = 1ull << 30;  // >= 64 B per channel per rank: latency x1.4 on SM90
   Selection sel = select_algorithm(t, s, Func::all_reduce, big);
-  CHECK(sel.time_us[idx(Algo::ring)][idx(Proto::simple)] == doctest::Approx(lat * 1.4 + big / (1000 * bw)).epsilon(1e-5));
+  CHECK(sel.time_us[idx(Algo::ring)][idx(Proto::simple)] ==
+        approx(lat * 1.4 + big / (1000 * bw)).epsilon(1e-5));
 }
 
 TEST_CASE("select: NCCL_ALGO / NCCL_PROTO forcing, exclusion and per-function lists") {
@@ -133,16 +139,16 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
   const TunerConstants& b = tuner_constants(NcclVersion::v2_30_7);
   const TunerConstants& c = tuner_constants(NcclVersion::v2_29_3);
   const TunerConstants& d = tuner_constants(NcclVersion::v2_29_7);
-  CHECK(a.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(73.4));
-  CHECK(b.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(40.0));
+  CHECK(a.per_ch_max_ring_ll128_bw[3][0] == approx(73.4));
+  CHECK(b.per_ch_max_ring_ll128_bw[3][0] == approx(40.0));
   // tag v2.29.3-1: {34.5, 34.6, 34.5}; v2.29.7-1: 40.0 everywhere; the NVLSTree tree correction on
   // Blackwell x86 from 2.29 on; LL128 across mixed SMs and the 80 GB/s NVLSTree cap only in 2.30.
-  CHECK(c.per_ch_max_ring_ll128_bw[3][0] == doctest::Approx(34.5));
-  CHECK(c.per_ch_max_ring_ll128_bw[3][1] == doctest::Approx(34.6));
-  CHECK(d.per_ch_max_ring_ll128_bw[3][2] == doctest::Approx(40.0));
+  CHECK(c.per_ch_max_ring_ll128_bw[3][0] == approx(34.5));
+  CHECK(c.per_ch_max_ring_ll128_bw[3][1] == approx(34.6));
+  CHECK(d.per_ch_max_ring_ll128_bw[3][2] == approx(40.0));
   CHECK(!a.nvls_tree_correction_blackwell_x86);
   CHECK(c.nvls_tree_correction_blackwell_x86);
-  CHECK(d.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(43.8));
+  CHECK(d.per_ch_max_nvls_tree_bw[3][2] == approx(43.8));
   CHECK(!d.ll128_mixed_sm90);
   CHECK(b.ll128_mixed_sm90);
   // Hopper and older are the same in all four.
@@ -150,8 +156,8 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
     CHECK(k->per_ch_max_ring_ll128_bw[2][0] == a.per_ch_max_ring_ll128_bw[2][0]);
     CHECK(k->hw_latency_us[2][5][2] == a.hw_latency_us[2][5][2]);  // NET NVLSTree Simple 20.9
   }
-  CHECK(a.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(43.8));
-  CHECK(b.per_ch_max_nvls_tree_bw[3][2] == doctest::Approx(80.0));
+  CHECK(a.per_ch_max_nvls_tree_bw[3][2] == approx(43.8));
+  CHECK(b.per_ch_max_nvls_tree_bw[3][2] == approx(80.0));
   CHECK(default_nccl_version() == NcclVersion::v2_28_9);
   CHECK(parse_nccl_version("v2.30.7-1", "x") == NcclVersion::v2_30_7);
   CHECK(parse_nccl_version("2.29.2", "x") == NcclVersion::v2_29_3);  // same tuning.cc as 2.29.3
@@ -165,8 +171,8 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
   NcclEnv env;
   double r28 = tune_model(s, env, NcclVersion::v2_28_9).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
   double r30 = tune_model(s, env, NcclVersion::v2_30_7).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
-  CHECK(r28 == doctest::Approx(std::min(16 * 80.0 * 0.92, 16 * 73.4) * 8 / 7).epsilon(1e-5));
-  CHECK(r30 == doctest::Approx(16 * 40.0 * 8 / 7).epsilon(1e-5));
+  CHECK(r28 == approx(std::min(16 * 80.0 * 0.92, 16 * 73.4) * 8 / 7).epsilon(1e-5));
+  CHECK(r30 == approx(16 * 40.0 * 8 / 7).epsilon(1e-5));
 }
 
 TEST_CASE("select: the NCCL version a log printed picks the nearest modeled tuning model") {

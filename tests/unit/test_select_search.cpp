@@ -3,6 +3,8 @@
 // "Channels"), and the one count a shared log prints (nccl-tests#319: 16 coll channels on 2 x 8 H100).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "common/error.hpp"
 #include "sim/select/nccl_search.hpp"
 
@@ -34,10 +36,10 @@ struct OneNodeExpect {
 
 void check_one_node(const SearchedGraphs& g, const OneNodeExpect& e) {
   CHECK(g.ring.n_channels == e.ring_channels);
-  CHECK(g.ring.bw_intra == doctest::Approx(e.ring_bw));
+  CHECK(g.ring.bw_intra == approx(e.ring_bw));
   CHECK(g.comm_channels == e.comm_channels);
   CHECK(g.nvls.n_channels == e.nvls_heads);
-  CHECK(g.nvls.bw_intra == doctest::Approx(e.nvls_bw));
+  CHECK(g.nvls.bw_intra == approx(e.nvls_bw));
 }
 
 }  // namespace
@@ -47,7 +49,7 @@ TEST_CASE("search: one DGX A100 node gives 12 ring channels of 20 GB/s, 24 for t
   // (ncclTopoDupChannels: sm80 at >= 25 GB/s), doubled again by ncclTopoPostset.
   const SearchedGraphs g = search_nvswitch_node(one_node(80, 12));
   CHECK(g.ring.n_channels == 12);
-  CHECK(g.ring.bw_intra == doctest::Approx(20.0));
+  CHECK(g.ring.bw_intra == approx(20.0));
   CHECK(g.tree.n_channels == 12);
   CHECK(g.comm_channels == 24);
 }
@@ -70,14 +72,14 @@ TEST_CASE(
   // covers the GPU's 370.8 GB/s, no duplication below 50 GB/s on Hopper.
   const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(90, 18), 8, 48.0));
   CHECK(g.ring.n_channels == 8);
-  CHECK(g.ring.bw_intra == doctest::Approx(48.0));
-  CHECK(g.ring.bw_inter == doctest::Approx(48.0));
+  CHECK(g.ring.bw_intra == approx(48.0));
+  CHECK(g.ring.bw_inter == approx(48.0));
   CHECK(g.tree.n_channels == 8);
   CHECK(g.comm_channels == 16);
   // NVLS across nodes: 8 heads at 40 GB/s of NVLink, the network speed raised to the NIC's 48.
   CHECK(g.nvls.n_channels == 8);
-  CHECK(g.nvls.bw_intra == doctest::Approx(40.0));
-  CHECK(g.nvls.bw_inter == doctest::Approx(48.0));
+  CHECK(g.nvls.bw_intra == approx(40.0));
+  CHECK(g.nvls.bw_inter == approx(48.0));
 }
 
 TEST_CASE("search: A100 nodes with HDR NICs give 8 x 24 GB/s rings; the tree raises its NVLink speed to 30") {
@@ -85,21 +87,21 @@ TEST_CASE("search: A100 nodes with HDR NICs give 8 x 24 GB/s rings; the tree rai
   // Pass 2 of the tree search raises bwIntra while the NVLinks allow 8 channels: 28, then 30.
   const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(80, 12), 8, 24.0));
   CHECK(g.ring.n_channels == 8);
-  CHECK(g.ring.bw_intra == doctest::Approx(24.0));
+  CHECK(g.ring.bw_intra == approx(24.0));
   CHECK(g.tree.n_channels == 8);
-  CHECK(g.tree.bw_intra == doctest::Approx(30.0));
-  CHECK(g.tree.bw_inter == doctest::Approx(24.0));
+  CHECK(g.tree.bw_intra == approx(30.0));
+  CHECK(g.tree.bw_inter == approx(24.0));
   CHECK(g.comm_channels == 16);
 }
 
 TEST_CASE("search: B200 nodes with 400 Gb/s NICs give 16 coll channels, not Blackwell's one-node 32") {
   const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(100, 18), 8, 48.0));
   CHECK(g.ring.n_channels == 8);
-  CHECK(g.ring.bw_inter == doctest::Approx(48.0));
+  CHECK(g.ring.bw_inter == approx(48.0));
   CHECK(g.comm_channels == 16);
-  CHECK(g.tree.bw_intra == doctest::Approx(96.0));  // pass 2: up to twice the network speed
+  CHECK(g.tree.bw_intra == approx(96.0));  // pass 2: up to twice the network speed
   CHECK(g.nvls.n_channels == 8);
-  CHECK(g.nvls.bw_inter == doctest::Approx(48.0));
+  CHECK(g.nvls.bw_inter == approx(48.0));
 }
 
 TEST_CASE("search: NVLS channel defaults and bad inputs") {

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
 #include "topologies/cluster.hpp"
@@ -24,7 +26,7 @@ int mismatches(const sim::RunResult& a, const sim::RunResult& b) {
   const auto ea = end_by_id(a), eb = end_by_id(b);
   int bad = 0;
   for (std::size_t i = 0; i < ea.size(); ++i)
-    if (ea[i] != doctest::Approx(eb[i]).epsilon(1e-12)) ++bad;
+    if (ea[i] != approx(eb[i]).epsilon(1e-12)) ++bad;
   return bad;
 }
 
@@ -87,7 +89,7 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     CHECK(separate.comm_count == 256);
     // 4 nodes x 8 intra-node edges, each carrying 7 channels, + 32 node-crossing flows, one each.
     CHECK(coalesced.comm_count == 4 * 8 + 32);
-    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+    CHECK(coalesced.duration_s == approx(separate.duration_s).epsilon(1e-12));
     REQUIRE(coalesced.flows.size() == separate.flows.size());
     CHECK(mismatches(coalesced, separate) == 0);
   }
@@ -104,10 +106,10 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
       simulator.set_actor_threshold(threshold);
       const auto [separate, coalesced] = run_both(simulator, graph);
       CHECK(coalesced.comm_count < separate.comm_count);
-      CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+      CHECK(coalesced.duration_s == approx(separate.duration_s).epsilon(1e-12));
       CHECK(mismatches(coalesced, separate) == 0);
       for (std::size_t g = 0; g < 2; ++g)
-        CHECK(coalesced.group_duration_s[g] == doctest::Approx(separate.group_duration_s[g]).epsilon(1e-12));
+        CHECK(coalesced.group_duration_s[g] == approx(separate.group_duration_s[g]).epsilon(1e-12));
     }
   }
 
@@ -132,7 +134,7 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     const auto [separate, coalesced] = run_both(simulator, graph);
     CHECK(coalesced.comm_count == 3);
     CHECK(mismatches(coalesced, separate) == 0);
-    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+    CHECK(coalesced.duration_s == approx(separate.duration_s).epsilon(1e-12));
   }
 
   {  // identical flows alone on their links: one comm, same times
@@ -141,7 +143,7 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
     CHECK(coalesced.comm_count == 1);
     // Three flows of 64 MB share the link: each takes 3 x 64 MB / bandwidth.
     CHECK(mismatches(coalesced, separate) == 0);
-    CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+    CHECK(coalesced.duration_s == approx(separate.duration_s).epsilon(1e-12));
   }
 }
 
@@ -166,7 +168,7 @@ TEST_CASE(
   const auto [separate, coalesced] = run_both(simulator, graph);
   CHECK(separate.comm_count == 160);
   CHECK(coalesced.comm_count == 32);
-  CHECK(coalesced.duration_s == doctest::Approx(separate.duration_s).epsilon(1e-12));
+  CHECK(coalesced.duration_s == approx(separate.duration_s).epsilon(1e-12));
   CHECK(mismatches(coalesced, separate) == 0);
   // The step level keeps one flow per edge and step: the relayed route as a whole.
   sim::FlowGraph steps;

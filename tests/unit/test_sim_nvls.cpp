@@ -5,7 +5,9 @@
 #include <stdexcept>
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "sim/algorithms/collective.hpp"
@@ -59,7 +61,7 @@ TEST_CASE("topology endpoints: every NVSwitch after the GPUs, reached over the G
   REQUIRE(down.size() == 1);
   CHECK(up[0].link == down[0].link);
   CHECK(up[0].forward != down[0].forward);
-  CHECK(topo.path_bandwidth(up) == doctest::Approx(450e9));
+  CHECK(topo.path_bandwidth(up) == approx(450e9));
   CHECK(topo.endpoint_route(3, 5) == topo.route(3, 5));
   // Another node's switch is not one hop away: a caller's bug, not a user's input.
   CHECK_THROWS_AS(topo.endpoint_route(3, 17), std::logic_error);
@@ -78,11 +80,11 @@ TEST_CASE("sim nvls: one chunk, closed forms of all-reduce, reduce-scatter and a
   for (const double S : {8192.0, 1048576.0, 268435456.0}) {
     CAPTURE(S);
     CHECK(run(sim, nvls(CollectiveOp::allreduce, n, S, 1, 0, Fidelity::chunk)) ==
-          doctest::Approx(2 * S / B + 2 * S / (n * B) + 4 * alpha).epsilon(1e-9));
+          approx(2 * S / B + 2 * S / (n * B) + 4 * alpha).epsilon(1e-9));
     for (const CollectiveOp op : {CollectiveOp::reducescatter, CollectiveOp::allgather}) {
       CAPTURE(to_string(op));
       CHECK(run(sim, nvls(op, n, S, 1, 0, Fidelity::chunk)) ==
-            doctest::Approx(S / B + S / (n * B) + 2 * alpha).epsilon(1e-9));
+            approx(S / B + S / (n * B) + 2 * alpha).epsilon(1e-9));
     }
   }
 }
@@ -105,7 +107,7 @@ TEST_CASE("sim nvls: pipelined, a port carries S + S/n each way; the coarse leve
     for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
       CAPTURE(to_string(f));
       CHECK(run(sim, nvls(CollectiveOp::allreduce, n, S, channels, 1048576, f)) ==
-            doctest::Approx(chunk).epsilon(0.01));
+            approx(chunk).epsilon(0.01));
     }
   }
   // The edge level is one flow per port direction, whatever the channels and chunks; automatic
@@ -130,7 +132,7 @@ TEST_CASE("sim nvls: on a DGX H100 node NVLS moves S + S/n where the ring moves 
   const double t_ring = run(sim, ring);
   const double t_nvls = run(sim, nvls(CollectiveOp::allreduce, 8, S, 8, 131072, Fidelity::automatic));
   CHECK(t_nvls >= 1.125 * S / 450e9);
-  CHECK(t_ring / t_nvls == doctest::Approx(1.75 / 1.125).epsilon(0.03));
+  CHECK(t_ring / t_nvls == approx(1.75 / 1.125).epsilon(0.03));
 }
 
 TEST_CASE("sim nvls: the trace names the NVSwitch as the other end of the reads and writes") {
@@ -178,7 +180,7 @@ TEST_CASE("sim nvlstree: two DGX H100 nodes, bound S / (8 x 50 GB/s); the coarse
   CHECK(chunk <= S / 400e9 * 1.05);
   for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
     CAPTURE(to_string(f));
-    CHECK(testing::run_alone(sim, spec(f)) == doctest::Approx(chunk).epsilon(0.01));
+    CHECK(testing::run_alone(sim, spec(f)) == approx(chunk).epsilon(0.01));
   }
   const CollectivePlan automatic = plan_collective(topo, spec(Fidelity::automatic));
   CHECK(automatic.fidelity == Fidelity::edge);
@@ -198,7 +200,7 @@ TEST_CASE("sim nvlstree: four DGX H100 nodes, the coarse levels within 1% of the
     const double chunk = testing::run_alone(sim, spec(Fidelity::chunk));
     for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
       CAPTURE(to_string(f));
-      CHECK(testing::run_alone(sim, spec(f)) == doctest::Approx(chunk).epsilon(0.01));
+      CHECK(testing::run_alone(sim, spec(f)) == approx(chunk).epsilon(0.01));
     }
   }
 }

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "common/error.hpp"
 #include "sim/algorithms/collective.hpp"
 #include "sim/algorithms/detail.hpp"
@@ -70,7 +72,7 @@ TEST_CASE("sim pat: on a crossbar, (n - 1)/n S/B + ceil(log2 n) alpha for all-ga
         CAPTURE(S);
         CAPTURE(to_string(op));
         CHECK(testing::run_alone(sim, pat(op, n, S)) ==
-              doctest::Approx((n - 1.0) / n * S / B + steps * alpha).epsilon(1e-9));
+              approx((n - 1.0) / n * S / B + steps * alpha).epsilon(1e-9));
       }
     }
   }
@@ -85,8 +87,8 @@ TEST_CASE("sim pat: small all-gathers take log2 n steps where the ring takes n -
   CollectiveSpec ring = pat(CollectiveOp::allgather, 16, S);
   ring.algorithm = Algorithm::ring;
   const double t_ring = testing::run_alone(sim, ring);
-  CHECK(t_pat == doctest::Approx(4 * alpha + 15.0 / 16 * S / B).epsilon(1e-9));
-  CHECK(t_ring == doctest::Approx(15 * alpha + 15.0 / 16 * S / B).epsilon(1e-9));
+  CHECK(t_pat == approx(4 * alpha + 15.0 / 16 * S / B).epsilon(1e-9));
+  CHECK(t_ring == approx(15 * alpha + 15.0 / 16 * S / B).epsilon(1e-9));
 }
 
 TEST_CASE("sim pat: what NCCL does not run as PAT is refused with the reason") {

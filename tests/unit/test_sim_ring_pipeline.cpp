@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/algorithms/detail.hpp"
 #include "topologies/cluster.hpp"
 
@@ -41,7 +43,7 @@ TEST_CASE("ring pipeline: a sub-ring of 16 nodes stands for a 32-node DGX H100 r
     REQUIRE(full.end.size() == 8);
     REQUIRE(sub.end.size() == 8);
     CAPTURE(mib);
-    for (std::size_t c = 0; c < 8; ++c) CHECK(sub.end[c] == doctest::Approx(full.end[c]).epsilon(0.005));
+    for (std::size_t c = 0; c < 8; ++c) CHECK(sub.end[c] == approx(full.end[c]).epsilon(0.005));
   }
 }
 
@@ -59,5 +61,5 @@ TEST_CASE("ring pipeline: a ring of equal hops is in lock-step, steps x (share x
   const auto pipe = sim::detail::ring_pipeline(topo, spec, block, 1, steps);
   CHECK(pipe.method == "lock-step");
   REQUIRE(pipe.end.size() == 8);
-  for (std::size_t c = 0; c < 8; ++c) CHECK(pipe.end[c] == doctest::Approx(expected).epsilon(1e-9));
+  for (std::size_t c = 0; c < 8; ++c) CHECK(pipe.end[c] == approx(expected).epsilon(1e-9));
 }

@@ -2,14 +2,20 @@
 // inside each node, reduced up and broadcast down chunk by chunk. Closed form where the tree is a
 // chain, the double binary tree's network bound, the coarse levels against the chunk level, and
 // the structure NCCL builds (which GPUs carry a node's network traffic).
+#include <cstdint>
 #include <set>
+#include <string>
 
 #include <doctest/doctest.h>
+
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/select/nccl_trees.hpp"
+#include "sim/stack/predict.hpp"
+#include "sim/stack/profile.hpp"
 #include "test_sim_helpers.hpp"
 #include "topologies/cluster.hpp"
 
@@ -24,6 +30,41 @@ CollectiveSpec tree_allreduce(const std::vector<int>& ranks, double bytes, int c
 }
 
 double run(Simulator& sim, const CollectiveSpec& spec) { return testing::run_alone(sim, spec); }
+
+// The stack model's Tree against the flows on `nodes` DGX H100 nodes: 1 GiB on 16 channels of
+// 512 KiB chunks, the stack model with ideal layers (every efficiency 1, no latency, no per-channel
+// cap) so that only the bandwidth bound and the pipeline fill are left. The flows pipeline every
+// chunk through every hop; the stack model's fill is one loop (16 x 512 KiB, 1/128 of the call) per
+// network hop but the slowest (docs/stack-model.md, "Tree pipeline fill"). Both agree within 1.5%,
+// where the bound alone is more than 2.5% short of the flows.
+void check_stack_tree_fill(int nodes) {
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const double S = 1073741824.0;
+  sim::stack::Profile ideal = sim::stack::prior_profile(90);
+  for (int i = 0; i < sim::stack::kNumParams; ++i) {
+    const std::string unit = sim::stack::param_info(i).unit;
+    ideal.params[static_cast<std::size_t>(i)].value = unit == "fraction" ? 1.0
+                                                      : unit == "GB/s"   ? 2000.0
+                                                                         : 0.0;
+  }
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "tree";
+  knobs.env.proto = "simple";
+  knobs.env.max_ctas = 16;
+  const auto p = sim::stack::Predictor(spec, nodes, 8, knobs)
+                     .predict(CollectiveOp::allreduce, static_cast<std::uint64_t>(S), ideal);
+  REQUIRE(p.algorithm == "Tree");
+  REQUIRE(p.channels == 16);
+  REQUIRE(p.chunk_bytes == 524288);
+  const auto topo = topologies::build_topology(spec, nodes);
+  Simulator sim(topo);
+  const double flows =
+      run(sim, tree_allreduce(testing::iota_ranks(topo.gpu_count()), S, 16, 524288.0, Fidelity::automatic));
+  CAPTURE(flows);
+  CAPTURE(p.time_s);
+  CHECK(p.time_s == approx(flows).epsilon(0.015));
+  CHECK(p.time_s - p.breakdown.protocol_s < flows * 0.975);
+}
 
 }  // namespace
 
@@ -44,14 +85,14 @@ TEST_CASE("sim tree: two single-GPU nodes run both trees, S / 2 each way: 2 alph
       CAPTURE(S);
       CAPTURE(K);
       if (K == 1) {
-        CHECK(chunk == doctest::Approx(2 * alpha + S / B).epsilon(1e-6));
+        CHECK(chunk == approx(2 * alpha + S / B).epsilon(1e-6));
       } else {
         CHECK(chunk >= (S / B + alpha) * (1 - 1e-9));
         CHECK(chunk <= S / B + 2 * alpha + per_tree_chunk / B);
       }
       for (const Fidelity f : {Fidelity::step, Fidelity::edge}) {
         CAPTURE(to_string(f));
-        CHECK(run(sim, tree_allreduce({0, 1}, S, 1, S / K, f)) == doctest::Approx(chunk).epsilon(0.01));
+        CHECK(run(sim, tree_allreduce({0, 1}, S, 1, S / K, f)) == approx(chunk).epsilon(0.01));
       }
     }
 }
@@ -63,13 +104,25 @@ TEST_CASE("sim tree: 4 DGX H100 nodes reach the double binary tree's network bou
   // all-reduce comes within 2% of that (the rest is the pipeline's fill and drain).
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
   Simulator sim(topo);
-  REQUIRE(select::nccl_dtree_max_egress(4) == doctest::Approx(2.0));
+  REQUIRE(select::nccl_dtree_max_egress(4) == approx(2.0));
   const double S = 1073741824.0;
   const double bound = select::nccl_dtree_max_egress(4) * S / (8 * 50e9);
   const std::vector<int> ranks = testing::iota_ranks(topo.gpu_count());
   const double t = run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::automatic));
   CHECK(t >= bound);
   CHECK(t <= bound * 1.02);
+}
+
+TEST_CASE(
+    "stack tree: the stack model's pipeline fill is the flows' (4 DGX H100 nodes, 3 hops beyond the "
+    "slowest)") {
+  check_stack_tree_fill(4);
+}
+
+TEST_CASE(
+    "stack tree: the stack model's pipeline fill is the flows' (16 DGX H100 nodes, 7 hops beyond the "
+    "slowest)") {
+  check_stack_tree_fill(16);
 }
 
 TEST_CASE("sim tree: the step and edge levels follow the chunk level (DGX H100, 2 and 4 nodes, 8 channels)") {
@@ -86,9 +139,9 @@ TEST_CASE("sim tree: the step and edge levels follow the chunk level (DGX H100, 
       CAPTURE(nodes);
       CAPTURE(mib);
       CHECK(run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::step)) ==
-            doctest::Approx(chunk).epsilon(0.01));
+            approx(chunk).epsilon(0.01));
       CHECK(run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::edge)) ==
-            doctest::Approx(chunk).epsilon(0.01));
+            approx(chunk).epsilon(0.01));
     }
   }
 }
@@ -155,7 +208,6 @@ TEST_CASE("sim tree: odd node counts and shared NVSwitch ports (5 HGX B200 nodes
     const double S = mib * 1024 * 1024;
     const double chunk = run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::chunk));
     CAPTURE(mib);
-    CHECK(run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::edge)) ==
-          doctest::Approx(chunk).epsilon(0.01));
+    CHECK(run(sim, tree_allreduce(ranks, S, 8, 512.0 * 1024, Fidelity::edge)) == approx(chunk).epsilon(0.01));
   }
 }

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/stack/fabric_contention.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
@@ -58,17 +60,17 @@ TEST_CASE("contention: 4:1 ToR uplinks slow an alltoall by 4 x (N - U) / (N - 1)
   const auto spec = h100_fabric(topologies::FabricKind::fat_tree, 4, 4.0);
   const auto topo = topologies::build_topology(spec, 16, 8);
   const DomainLayout layout{16, 8};
-  CHECK(contention_factor(topo, layout, NetPattern::alltoall) == doctest::Approx(4.0 * 12 / 15));
+  CHECK(contention_factor(topo, layout, NetPattern::alltoall) == approx(4.0 * 12 / 15));
   CHECK(contention_factor(topo, layout, NetPattern::ring) == 1.0);
   CHECK(contention_factor(topo, layout, NetPattern::boundary) == 1.0);
   // NCCL's two trees over 16 nodes: the ToRs of nodes 4-7 and 8-11 each carry 6 tree edges out (and
   // in), one flow per GPU position each, over a quarter of their 32 NICs' rate; the busiest node
   // has 4 edges on its NIC: 6 / 4.
-  CHECK(contention_factor(topo, layout, NetPattern::tree) == doctest::Approx(1.5));
+  CHECK(contention_factor(topo, layout, NetPattern::tree) == approx(1.5));
   // The same on a rail-optimized fabric (one leaf per rail per 4 nodes): per rail the same counts.
   const auto rail =
       topologies::build_topology(h100_fabric(topologies::FabricKind::rail_fat_tree, 4, 4.0), 16, 8);
-  CHECK(contention_factor(rail, layout, NetPattern::alltoall) == doctest::Approx(4.0 * 12 / 15));
+  CHECK(contention_factor(rail, layout, NetPattern::alltoall) == approx(4.0 * 12 / 15));
   CHECK(contention_factor(rail, layout, NetPattern::ring) == 1.0);
 }
 
@@ -79,7 +81,7 @@ TEST_CASE("contention: a node alone under its leaf pays the full oversubscriptio
       topologies::build_topology(h100_fabric(topologies::FabricKind::rail_fat_tree, 1, 4.0), 8, 8);
   for (const auto pattern : kPatterns) {
     CAPTURE(static_cast<int>(pattern));
-    CHECK(contention_factor(topo, DomainLayout{8, 8}, pattern) == doctest::Approx(4.0));
+    CHECK(contention_factor(topo, DomainLayout{8, 8}, pattern) == approx(4.0));
   }
 }
 
@@ -91,7 +93,7 @@ TEST_CASE("contention: a dragonfly's groups exchange an alltoall over their glob
   const auto spec = topologies::load_cluster("gh200-slingshot");
   const auto topo = topologies::build_topology(spec, 1024, 4);
   const double f = contention_factor(topo, DomainLayout{1024, 4}, NetPattern::alltoall);
-  CHECK(f == doctest::Approx(128.0 * 4 * 896 / 252 / 1023).epsilon(0.01));
+  CHECK(f == approx(128.0 * 4 * 896 / 252 / 1023).epsilon(0.01));
   // Rings stay inside a group but at its boundary: a router spreads them over its local links.
   CHECK(contention_factor(topo, DomainLayout{1024, 4}, NetPattern::ring) == 1.0);
 }
@@ -106,15 +108,15 @@ TEST_CASE("contention: the layer adds (factor - 1) x the network stage, and noth
   const auto b = sim::stack::Predictor(flat, 16, 8).predict(CollectiveOp::alltoall, 1ULL << 30, profile);
   CHECK(b.breakdown.contention_s == 0.0);
   CHECK(b.contention_factor == 1.0);
-  CHECK(a.contention_factor == doctest::Approx(3.2));
+  CHECK(a.contention_factor == approx(3.2));
   CHECK(a.breakdown.fabric_bandwidth_s == b.breakdown.fabric_bandwidth_s);
   CHECK(a.breakdown.transport_s == b.breakdown.transport_s);
   CHECK(a.breakdown.protocol_s == b.breakdown.protocol_s);
   CHECK(a.breakdown.algorithm_latency_s == b.breakdown.algorithm_latency_s);
   CHECK(a.breakdown.contention_s ==
-        doctest::Approx(2.2 * (a.breakdown.fabric_bandwidth_s + a.breakdown.transport_s)).epsilon(1e-9));
+        approx(2.2 * (a.breakdown.fabric_bandwidth_s + a.breakdown.transport_s)).epsilon(1e-9));
   CHECK(a.time_s == a.breakdown.total_s());
-  CHECK(a.time_s - b.time_s == doctest::Approx(a.breakdown.contention_s).epsilon(1e-9));
+  CHECK(a.time_s - b.time_s == approx(a.breakdown.contention_s).epsilon(1e-9));
   // A ring all-gather on the same fabric is not slowed (it leaves each ToR once per GPU position).
   const auto ring =
       sim::stack::Predictor(tapered, 16, 8).predict(CollectiveOp::allgather, 1ULL << 30, profile);

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/algorithms/collective.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
@@ -27,12 +29,12 @@ TEST_CASE("export variants: H800 and A800 nodes are bounded by 8 NVLinks, 200 GB
     CHECK(prof.name == profile);
     const Predictor pr(spec, 1, 8);
     const auto ag = pr.predict(CollectiveOp::allgather, static_cast<std::uint64_t>(bytes), prof);
-    CHECK(ag.busbw_line_GBps == doctest::Approx(200.0));
+    CHECK(ag.busbw_line_GBps == approx(200.0));
     // The same profile on the full-NVLink node of the same die: the ring's rate scales with the line.
     const auto full = Predictor(topologies::load_cluster(die), 1, 8)
                           .predict(CollectiveOp::allgather, static_cast<std::uint64_t>(bytes), prof);
     const double ratio = full.time_s / ag.time_s;
-    CHECK(ratio == doctest::Approx(200.0 / full.busbw_line_GBps).epsilon(0.03));
+    CHECK(ratio == approx(200.0 / full.busbw_line_GBps).epsilon(0.03));
   }
   // DeepEP (deepseek-ai/DeepEP README) measures "~160 GB/s NVLink maximum bandwidth" on its H800
   // nodes: the ring all-gather's bus bandwidth is that within 10%.

@@ -5,7 +5,9 @@
 #include <string>
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include "approx.hpp"
 
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/profile_fit.hpp"
@@ -75,8 +77,8 @@ TEST_CASE("mnnvl: off makes each node of an NVL72 domain its own NCCL node, over
   // rate is the node's 4 x 400 Gb/s = 200 GB/s, where one NVLink domain allows the GPU's 900 GB/s.
   const auto p_off = off.predict(CollectiveOp::allgather, static_cast<std::uint64_t>(bytes), prof);
   const auto p_on = on.predict(CollectiveOp::allgather, static_cast<std::uint64_t>(bytes), prof);
-  CHECK(p_off.busbw_line_GBps == doctest::Approx(200.0));
-  CHECK(p_on.busbw_line_GBps == doctest::Approx(900.0));
+  CHECK(p_off.busbw_line_GBps == approx(200.0));
+  CHECK(p_on.busbw_line_GBps == approx(900.0));
   CHECK(p_off.time_s > 3 * p_on.time_s);
   // Inside one node the setting changes nothing, and neither does it on a cluster without a
   // multi-node NVLink domain.

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "calibration/fit/nccl_log.hpp"
 #include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
@@ -92,7 +94,7 @@ TEST_CASE("stack: layers add up to the total exactly") {
       const double kernel = prof[Param::kernel_us] * 1e-6;
       const double device = kernel + b.algorithm_latency_s + b.fabric_latency_s + b.fabric_bandwidth_s + b.transport_s +
                             b.protocol_s + b.contention_s;
-      CHECK(b.launch_s == doctest::Approx(kernel + std::max(0.0, prof[Param::launch_us] * 1e-6 - device)));
+      CHECK(b.launch_s == approx(kernel + std::max(0.0, prof[Param::launch_us] * 1e-6 - device)));
       CHECK(p.time_s >= prof[Param::launch_us] * 1e-6 * (1 - 1e-12));
       CHECK(b.fabric_bandwidth_s > 0);
       CHECK(b.transport_s >= 0);  // efficiencies <= 1 can only slow down
@@ -116,12 +118,14 @@ TEST_CASE("stack: ring bandwidth terms match the closed form") {
   CHECK(p.algorithm == "Ring");
   CHECK(p.proto == Proto::simple);
   const double bus = S * 2.0 * 7 / 8;
-  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / 450e9).epsilon(1e-12));
-  CHECK(p.breakdown.transport_s == doctest::Approx(bus / (450e9 * prof[Param::eta_nvlink]) - bus / 450e9).epsilon(1e-9));
-  // 14 ring steps inside the node, Simple per-step latency, GPU-NVSwitch-GPU route latency 0.6 us.
-  CHECK(p.breakdown.algorithm_latency_s == doctest::Approx(14 * prof[Param::lat_nvlink_simple_us] * 1e-6));
-  CHECK(p.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
-  CHECK(p.busbw_line_GBps == doctest::Approx(450));
+  CHECK(p.breakdown.fabric_bandwidth_s == approx(bus / 450e9).epsilon(1e-12));
+  CHECK(p.breakdown.transport_s ==
+        approx(bus / (450e9 * prof[Param::eta_nvlink]) - bus / 450e9).epsilon(1e-9));
+  // 14 ring steps inside the node, each NCCL's whole Simple step latency: the GPU-NVSwitch-GPU
+  // route (0.6 us) in the fabric layer, the rest in the algorithm layer.
+  CHECK(p.breakdown.algorithm_latency_s == approx(14 * (prof[Param::lat_nvlink_simple_us] - 0.6) * 1e-6));
+  CHECK(p.breakdown.fabric_latency_s == approx(14 * 0.6e-6));
+  CHECK(p.busbw_line_GBps == approx(450));
 }
 
 TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by half of that traffic") {
@@ -131,7 +135,7 @@ TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by hal
   ring.env.algo = "ring";
   ring.env.proto = "simple";
   const auto pr = Predictor(spec, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
-  CHECK(pr.busbw_line_GBps == doctest::Approx(8 * 50.0));  // 8 NDR NICs per node, line rate
+  CHECK(pr.busbw_line_GBps == approx(8 * 50.0));  // 8 NDR NICs per node, line rate
   sim::stack::Knobs tree;
   tree.env.algo = "tree";
   tree.env.proto = "simple";
@@ -139,17 +143,17 @@ TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by hal
   CHECK(pt.algorithm == "Tree");
   // Two nodes: each node sends S once per direction vs 2(n-1)/n S for ring -> bus bound x 2(n-1)/n,
   // but the intra-node chain (2 S per GPU over 450 GB/s) binds first.
-  CHECK(pt.busbw_line_GBps == doctest::Approx(std::min(400.0 * 30 / 16, 450.0 * 15 / 16)));
+  CHECK(pt.busbw_line_GBps == approx(std::min(400.0 * 30 / 16, 450.0 * 15 / 16)));
   // With NVLink slower than the NICs (100 GB/s per GPU) the ring's NVLink hops bind: each GPU sends
   // 7/8 of the ring's bytes over NVLink (one hop in eight leaves the node, from a different GPU per
   // channel).
   auto slow = spec;
   slow.node.gpu_link_bandwidth_Bps = 100e9;
   const auto pf = Predictor(slow, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
-  CHECK(pf.busbw_line_GBps == doctest::Approx(100.0 * 8 / 7));
+  CHECK(pf.busbw_line_GBps == approx(100.0 * 8 / 7));
   // One node: every hop is NVLink.
   const auto p1 = Predictor(spec, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 32, prof);
-  CHECK(p1.busbw_line_GBps == doctest::Approx(450.0));
+  CHECK(p1.busbw_line_GBps == approx(450.0));
 }
 
 TEST_CASE("stack: the B300 presets keep B200's NVLink and double its NIC bound (800 Gb/s ConnectX-8)") {
@@ -162,17 +166,17 @@ TEST_CASE("stack: the B300 presets keep B200's NVLink and double its NIC bound (
   const auto b300 = topologies::load_cluster("hgx-b300");
   const auto two200 = Predictor(b200, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
   const auto two300 = Predictor(b300, 2, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
-  CHECK(two200.busbw_line_GBps == doctest::Approx(8 * 50.0));   // 8 x 400 Gb/s per node
-  CHECK(two300.busbw_line_GBps == doctest::Approx(8 * 100.0));  // 8 x 800 Gb/s per node
+  CHECK(two200.busbw_line_GBps == approx(8 * 50.0));   // 8 x 400 Gb/s per node
+  CHECK(two300.busbw_line_GBps == approx(8 * 100.0));  // 8 x 800 Gb/s per node
   const auto one200 = Predictor(b200, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
   const auto one300 = Predictor(b300, 1, 8, ring).predict(CollectiveOp::allreduce, 1ull << 34, prof);
-  CHECK(one300.busbw_line_GBps == doctest::Approx(one200.busbw_line_GBps));
-  CHECK(one300.busbw_line_GBps == doctest::Approx(900.0));
+  CHECK(one300.busbw_line_GBps == approx(one200.busbw_line_GBps));
+  CHECK(one300.busbw_line_GBps == approx(900.0));
   // GB300 NVL72: one NVLink domain of 72 GPUs, like GB200, with one 800 Gb/s NIC per GPU.
   const Predictor gb300(topologies::load_cluster("gb300-nvl72"), 36, 4);
   CHECK(gb300.geometry().nccl_nodes == 2);
   CHECK(gb300.geometry().local_ranks == 72);
-  CHECK(gb300.geometry().nic_gpu_Bps == doctest::Approx(100e9));
+  CHECK(gb300.geometry().nic_gpu_Bps == approx(100e9));
 }
 
 TEST_CASE("stack: NVLink domain of GB200 NVL72 is one NCCL node") {
@@ -209,16 +213,16 @@ TEST_CASE("stack: selection matches NCCL's choices in the nccl#1453 H100 3-node 
     // the latency part matches to 0.1%, the bandwidth part within 2% (the log's NCCL is <= 2.22,
     // the tuner's constants are 2.28's: 256 KiB Tree/LL128 53.8 vs 54.7 us).
     REQUIRE(c.model_time_us);
-    CHECK(choice.nccl_model_us == doctest::Approx(*c.model_time_us).epsilon(0.02));
-    if (c.bytes <= 512) CHECK(choice.nccl_model_us == doctest::Approx(*c.model_time_us).epsilon(1e-3));
+    CHECK(choice.nccl_model_us == approx(*c.model_time_us).epsilon(0.02));
+    if (c.bytes <= 512) CHECK(choice.nccl_model_us == approx(*c.model_time_us).epsilon(1e-3));
   }
   CHECK(match == 11);
 }
 
 TEST_CASE("stack: back-to-back calls cost the larger of host and device time") {
   // nccl-tests times a loop of calls on one stream: the host enqueues the next call while the GPU
-  // runs this one. 8 B on one DGX H100 node: kernel + 14 Ring/LL steps of (lat + 0.6 us route)
-  // < the host time.
+  // runs this one. 8 B on one DGX H100 node: kernel + 14 Ring/LL steps, each NCCL's whole step
+  // latency with the 0.6 us route inside it (at least the route) < the host time.
   const auto spec = topologies::load_cluster("dgx-h100");
   Profile prof = sim::stack::prior_profile(90);
   prof.at(Param::launch_us) = 30;
@@ -228,13 +232,13 @@ TEST_CASE("stack: back-to-back calls cost the larger of host and device time") {
   knobs.env.proto = "ll";
   Predictor pr(spec, 1, 8, knobs);
   const auto small = pr.predict(CollectiveOp::allreduce, 8, prof);
-  const double device = 14 * (prof[Param::lat_nvlink_ll_us] + 0.6) * 1e-6;
-  CHECK(small.breakdown.algorithm_latency_s + small.breakdown.fabric_latency_s == doctest::Approx(device));
-  CHECK(small.time_s == doctest::Approx(30e-6));  // host-bound: exactly the launch time
-  CHECK(small.breakdown.launch_s == doctest::Approx(30e-6 - device).epsilon(1e-3));  // bandwidth terms of 8 B ~ 0
+  const double device = 14 * std::max(prof[Param::lat_nvlink_ll_us], 0.6) * 1e-6;
+  CHECK(small.breakdown.algorithm_latency_s + small.breakdown.fabric_latency_s == approx(device));
+  CHECK(small.time_s == approx(30e-6));  // host-bound: exactly the launch time
+  CHECK(small.breakdown.launch_s == approx(30e-6 - device).epsilon(1e-3));  // bandwidth terms of 8 B ~ 0
   // 1 GiB: the device time exceeds the host time, only the kernel's fixed cost remains.
   const auto large = pr.predict(CollectiveOp::allreduce, 1ull << 30, prof);
-  CHECK(large.breakdown.launch_s == doctest::Approx(5e-6));
+  CHECK(large.breakdown.launch_s == approx(5e-6));
   CHECK(large.time_s > 30e-6);
 }
 
@@ -252,8 +256,8 @@ TEST_CASE("stack: one host thread driving G GPUs (nccl-tests -g G) pays G launch
   const auto p8 = Predictor(spec, 1, 8, eight).predict(CollectiveOp::allreduce, 8, prof);
   // -g 1: device-bound (kernel + 14 Ring/LL steps > one 7 us launch); -g 8: exactly 8 launches.
   CHECK(p1.time_s > 7e-6);
-  CHECK(p1.breakdown.launch_s == doctest::Approx(5e-6));
-  CHECK(p8.time_s == doctest::Approx(56e-6));
+  CHECK(p1.breakdown.launch_s == approx(5e-6));
+  CHECK(p8.time_s == approx(56e-6));
   CHECK(p8.time_s == p8.breakdown.total_s());
   // Large sizes are device-bound either way: the host thread is hidden.
   const auto l1 = Predictor(spec, 1, 8, one).predict(CollectiveOp::allreduce, 1ull << 30, prof);
@@ -263,8 +267,8 @@ TEST_CASE("stack: one host thread driving G GPUs (nccl-tests -g G) pays G launch
   sim::stack::Knobs graph = eight;
   graph.cuda_graph = true;
   const auto g8 = Predictor(spec, 1, 8, graph).predict(CollectiveOp::allreduce, 8, prof);
-  CHECK(g8.breakdown.launch_s == doctest::Approx(5e-6));
-  CHECK(g8.time_s == doctest::Approx(p1.time_s));
+  CHECK(g8.breakdown.launch_s == approx(5e-6));
+  CHECK(g8.time_s == approx(p1.time_s));
   // A thread cannot drive more GPUs than its node has.
   sim::stack::Knobs nine;
   nine.gpus_per_thread = 9;
@@ -282,19 +286,21 @@ TEST_CASE("stack: alltoall across nodes is bounded by each NIC's share and seria
   const auto p = pr.predict(CollectiveOp::alltoall, 4ull << 30, prof);
   CHECK(p.algorithm == "P2P");
   CHECK(p.proto == Proto::simple);
-  CHECK(p.busbw_line_GBps == doctest::Approx(50.0 * 15 / 8));
+  CHECK(p.busbw_line_GBps == approx(50.0 * 15 / 8));
   const double bus = (4ull << 30) * 15.0 / 16;
-  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx((4ull << 30) * 8.0 / 16 / 50e9));
-  CHECK(p.breakdown.fabric_bandwidth_s == doctest::Approx(bus / (50e9 * 15 / 8)));
+  CHECK(p.breakdown.fabric_bandwidth_s == approx((4ull << 30) * 8.0 / 16 / 50e9));
+  CHECK(p.breakdown.fabric_bandwidth_s == approx(bus / (50e9 * 15 / 8)));
   // 16 nodes: 120 of 128 GPUs' share leaves the node, the bound tends to one NIC (127/120).
   const auto q = Predictor(spec, 16, 8).predict(CollectiveOp::alltoall, 4ull << 30, prof);
-  CHECK(q.busbw_line_GBps == doctest::Approx(50.0 * 127 / 120));
+  CHECK(q.busbw_line_GBps == approx(50.0 * 127 / 120));
+  // The NVLink step is NCCL's whole step, its 0.6 us route in the fabric layer.
   CHECK(p.breakdown.algorithm_latency_s ==
-        doctest::Approx((prof[Param::lat_nvlink_simple_us] + prof[Param::lat_net_simple_us] +
-                         7 * prof[Param::lat_net_ll_us]) * 1e-6));
+        approx((prof[Param::lat_nvlink_simple_us] - 0.6 + prof[Param::lat_net_simple_us] +
+                7 * prof[Param::lat_net_ll_us]) *
+               1e-6));
   // Inside one node the NVLink bound is unchanged: (g-1)/n of S per GPU over 450 GB/s.
   const auto one = Predictor(spec, 1, 8).predict(CollectiveOp::alltoall, 4ull << 30, prof);
-  CHECK(one.busbw_line_GBps == doctest::Approx(450.0));
+  CHECK(one.busbw_line_GBps == approx(450.0));
 }
 
 TEST_CASE("stack: NCCL's per-peer P2P split (addP2pToPlan)") {
@@ -347,11 +353,11 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
   CHECK(p.proto == Proto::simple);
   CHECK(p.channels == 32);  // 4 channels per peer x 8 peers
   const auto& b = p.breakdown;
-  CHECK(b.protocol_s == doctest::Approx(b.fabric_bandwidth_s + b.transport_s).epsilon(1e-9));
+  CHECK(b.protocol_s == approx(b.fabric_bandwidth_s + b.transport_s).epsilon(1e-9));
   // 1 GiB: 128 MiB per peer in 8 parts of 32 chunks: 1/32 more.
   const auto q = pr.predict(CollectiveOp::alltoall, 1ull << 30, prof);
   CHECK(q.breakdown.protocol_s ==
-        doctest::Approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
+        approx((q.breakdown.fabric_bandwidth_s + q.breakdown.transport_s) / 32).epsilon(1e-9));
 }
 
 TEST_CASE("stack: send/receive uses LL up to p2pnChannelsPerPeer x 16 KiB per peer (addP2pToPlan)") {
@@ -384,11 +390,11 @@ TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring 
   const auto ring = pr.predict(CollectiveOp::allgather, 1ull << 30, prof);
   REQUIRE(ring.algorithm == "Ring");
   REQUIRE(ring.proto == Proto::simple);
-  CHECK(ring.busbw_achievable_GBps == doctest::Approx(10.0 * ring.channels));
+  CHECK(ring.busbw_achievable_GBps == approx(10.0 * ring.channels));
   const auto p2p = pr.predict(CollectiveOp::sendrecv, 1ull << 30, prof);
   REQUIRE(p2p.algorithm == "P2P");
   REQUIRE(p2p.proto == Proto::simple);
-  CHECK(p2p.busbw_achievable_GBps == doctest::Approx(0.5 * 10.0 * p2p.channels));
+  CHECK(p2p.busbw_achievable_GBps == approx(0.5 * 10.0 * p2p.channels));
 }
 
 TEST_CASE(
@@ -412,7 +418,7 @@ TEST_CASE(
     const auto p = pr.predict(CollectiveOp::allreduce, bytes, prof);
     CHECK(p.algorithm == "NVLS");
     const auto& b = p.breakdown;
-    CHECK(b.protocol_s == doctest::Approx(fraction * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
+    CHECK(b.protocol_s == approx(fraction * (b.fabric_bandwidth_s + b.transport_s)).epsilon(1e-9));
   }
   // Two nodes, NVLSTree: a network hop up and one down between the reduction and the multicast,
   // 4 stages. 1 GiB: 16 channels x 8 heads x 128 KiB chunks (NCCL_NVLS_CHUNKSIZE, NCCL >= 2.22;
@@ -429,7 +435,7 @@ TEST_CASE(
   const double t_slowest = b.fabric_bandwidth_s + b.transport_s;
   const double t_hop = static_cast<double>(1ull << 30) / (8 * 50e9 * prof[Param::eta_nic]);
   REQUIRE(t_hop < t_slowest);
-  CHECK(b.protocol_s == doctest::Approx((t_slowest + 2 * t_hop) / 64).epsilon(1e-9));
+  CHECK(b.protocol_s == approx((t_slowest + 2 * t_hop) / 64).epsilon(1e-9));
   // From 4 nodes NCCL caps the NVLSTree chunk at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE's default).
   const auto q = Predictor(spec, 4, 8, knobs).predict(CollectiveOp::allreduce, 1ull << 30, prof);
   REQUIRE(q.algorithm == "NVLSTree");
@@ -462,12 +468,12 @@ TEST_CASE("stack: a Tree chunk crosses each network hop whole: one loop per hop 
   REQUIRE(p.channels == 16);
   CHECK(p.chunk_bytes == 524288);
   const auto& b = p.breakdown;
-  REQUIRE(b.fabric_bandwidth_s + b.transport_s == doctest::Approx(t_net(4)).epsilon(1e-9));
-  CHECK(b.protocol_s == doctest::Approx(3 * t_net(4) / 128).epsilon(1e-9));
+  REQUIRE(b.fabric_bandwidth_s + b.transport_s == approx(t_net(4)).epsilon(1e-9));
+  CHECK(b.protocol_s == approx(3 * t_net(4) / 128).epsilon(1e-9));
   // Sixteen nodes: 8 hops, 7 loops on top (the same chunk).
   const auto q = Predictor(spec, 16, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
   REQUIRE(q.chunk_bytes == 524288);
-  CHECK(q.breakdown.protocol_s == doctest::Approx(7 * t_net(16) / 128).epsilon(1e-9));
+  CHECK(q.breakdown.protocol_s == approx(7 * t_net(16) / 128).epsilon(1e-9));
   const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
   CHECK(one.breakdown.protocol_s == 0.0);
 }
@@ -490,7 +496,7 @@ TEST_CASE("stack: the per-chunk sync hides behind the network when the NIC is th
     p.at(Param::chunk_sync_us) = sync_us;
     return Predictor(spec, nodes, 8, knobs).predict(CollectiveOp::allreduce, S, p).time_s;
   };
-  CHECK(time_with_sync(2, 0.01) == doctest::Approx(time_with_sync(2, 0)).epsilon(1e-12));
+  CHECK(time_with_sync(2, 0.01) == approx(time_with_sync(2, 0)).epsilon(1e-12));
   const double slow = time_with_sync(2, 100);
   CHECK(slow > time_with_sync(2, 0) * 1.05);
   CHECK(slow < time_with_sync(2, 0) + (time_with_sync(1, 100) - time_with_sync(1, 0)));  // partly hidden
@@ -513,14 +519,14 @@ TEST_CASE("stack: NVLSTree moves its NVLS traffic at eta_nvlstree, NVLS at eta_n
   const auto p = pr.predict(CollectiveOp::allreduce, S, prof);
   REQUIRE(p.algorithm == "NVLSTree");
   const double bus = S * 2.0 * 15 / 16;
-  CHECK(p.busbw_line_GBps == doctest::Approx(750));
-  CHECK(p.breakdown.transport_s == doctest::Approx(bus / (843.75e9 * 0.5) - bus / 750e9).epsilon(1e-9));
+  CHECK(p.busbw_line_GBps == approx(750));
+  CHECK(p.breakdown.transport_s == approx(bus / (843.75e9 * 0.5) - bus / 750e9).epsilon(1e-9));
   // One node, NVLS: eta_nvls applies (NVLink only: 450 x 2 x 7/8 = 787.5 GB/s of bus bytes).
   knobs.env.algo = "nvls";
   const auto q = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, S, prof);
   REQUIRE(q.algorithm == "NVLS");
   const double bus1 = S * 2.0 * 7 / 8;
-  CHECK(q.breakdown.transport_s == doctest::Approx(bus1 / (787.5e9 * 0.9) - bus1 / 787.5e9).epsilon(1e-9));
+  CHECK(q.breakdown.transport_s == approx(bus1 / (787.5e9 * 0.9) - bus1 / 787.5e9).epsilon(1e-9));
 }
 
 TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's network overhead") {
@@ -538,15 +544,15 @@ TEST_CASE("stack: intra-node steps of a multi-node ring cost at least NCCL's net
   // fabric layer): the algorithm layer gets max(step - route, overhead) per NVLink step.
   const auto one = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
   const double route_s = one.breakdown.fabric_latency_s / 14;
-  CHECK(route_s == doctest::Approx(0.6e-6));
-  CHECK(p.breakdown.algorithm_latency_s == doctest::Approx((28 * 1.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
+  CHECK(route_s == approx(0.6e-6));
+  CHECK(p.breakdown.algorithm_latency_s == approx((28 * 1.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
   // NCCL_NET_OVERHEAD (ns) replaces the host default; one node has no network overhead.
   knobs.env.net_overhead_ns = 2000;
   const auto q = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
-  CHECK(q.breakdown.algorithm_latency_s == doctest::Approx((28 * 2.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
+  CHECK(q.breakdown.algorithm_latency_s == approx((28 * 2.0 + 2 * prof[Param::lat_net_ll_us]) * 1e-6));
   const auto one_q = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
   CHECK(one_q.breakdown.algorithm_latency_s ==
-        doctest::Approx(14 * std::max(0.0, prof[Param::lat_nvlink_ll_us] * 1e-6 - route_s)));
+        approx(14 * std::max(0.0, prof[Param::lat_nvlink_ll_us] * 1e-6 - route_s)));
   // Simple: 3 us floor, below the 3.4 us Simple NVLink prior, so the prior stands.
   CHECK(select::ring_net_overhead_us(Predictor(spec, 2, 8).shape(), {}, Proto::simple) == 3.0);
 }
@@ -561,21 +567,21 @@ TEST_CASE("stack: an NVLink step costs NCCL's whole-step latency, the route incl
   knobs.env.algo = "ring";
   knobs.env.proto = "ll";
   const auto p = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 8, prof);
-  CHECK(p.breakdown.algorithm_latency_s + p.breakdown.fabric_latency_s == doctest::Approx(14 * 1.0e-6));
-  CHECK(p.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
+  CHECK(p.breakdown.algorithm_latency_s + p.breakdown.fabric_latency_s == approx(14 * 1.0e-6));
+  CHECK(p.breakdown.fabric_latency_s == approx(14 * 0.6e-6));
   // A step shorter than the route costs the route: nothing is left to the algorithm layer.
   const auto short_step =
       Predictor(spec, 1, 8, knobs)
           .predict(CollectiveOp::allreduce, 8, prior_with(90, {{Param::lat_nvlink_ll_us, 0.2}}));
   CHECK(short_step.breakdown.algorithm_latency_s == 0.0);
-  CHECK(short_step.breakdown.fabric_latency_s == doctest::Approx(14 * 0.6e-6));
+  CHECK(short_step.breakdown.fabric_latency_s == approx(14 * 0.6e-6));
   // NVLS: one round (NCCL's 25 us hwLat) crosses the route twice; the round costs 25 us in all.
   knobs.env.algo = "nvls";
   knobs.env.proto = "simple";
   const auto n = Predictor(spec, 1, 8, knobs).predict(CollectiveOp::allreduce, 1 << 20, prof);
   CHECK(n.algorithm == "NVLS");
   CHECK(n.breakdown.algorithm_latency_s + n.breakdown.fabric_latency_s ==
-        doctest::Approx(prof[Param::nvls_latency_us] * 1e-6));
+        approx(prof[Param::nvls_latency_us] * 1e-6));
 }
 
 TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel moves (NCCL's model)") {
@@ -595,6 +601,6 @@ TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel move
     const double share = std::string(algo) == "tree" ? 2.0 / 3.8 : 1.0;
     CAPTURE(algo);
     CHECK(p.breakdown.fabric_bandwidth_s + p.breakdown.transport_s + p.breakdown.protocol_s ==
-          doctest::Approx(s_bus / (p.channels * 0.5e9 * share)));
+          approx(s_bus / (p.channels * 0.5e9 * share)));
   }
 }

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "calibration/fit/profile_fit.hpp"
 #include "calibration/fit/validation_plot.hpp"
@@ -103,8 +105,8 @@ TEST_CASE("stack: in_place=1 reads the in-place time column") {
   REQUIRE(out.bytes.back() == 1ull << 30);
   CHECK_FALSE(out.in_place);
   CHECK(in.in_place);
-  CHECK(out.measured_us.back() == doctest::Approx(14640));
-  CHECK(in.measured_us.back() == doctest::Approx(11892));
+  CHECK(out.measured_us.back() == approx(14640));
+  CHECK(in.measured_us.back() == approx(11892));
   CHECK(fit::parse_run_spec("x.txt@in_place=1", "--input").in_place);
   CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@in_place=yes", "--input"), doctest::Contains("in_place"),
                        InputError);
@@ -139,7 +141,7 @@ TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
   const Profile fitted = fit::fit_profile(runs, sim::stack::prior_profile(90), weak);
   CHECK(fitted.fit_mape_percent < 1.0);
   // NVLS binds on one node: its efficiency is identified by the data.
-  CHECK(fitted[Param::eta_nvls] == doctest::Approx(0.62).epsilon(0.03));
+  CHECK(fitted[Param::eta_nvls] == approx(0.62).epsilon(0.03));
   CHECK(fitted.residuals.size() == runs[0].bytes.size() + runs[1].bytes.size());
   // Deterministic: a second fit gives the same numbers bit for bit.
   const Profile again = fit::fit_profile(runs, sim::stack::prior_profile(90), weak);
@@ -160,7 +162,7 @@ TEST_CASE("stack: validate flags the nccl-tests#290 two-node run as far below th
   bad.gpus_per_node = 8;
   const auto vb = fit::validate_run(fit::load_measured_run(bad, std::string("dgx-h100")), h100);
   CHECK(vb.below_hardware);
-  CHECK(vb.measured_busbw_GBps == doctest::Approx(155.57).epsilon(0.001));  // the file's busbw column at 8 GiB
+  CHECK(vb.measured_busbw_GBps == approx(155.57).epsilon(0.001));  // the file's busbw column at 8 GiB
   fit::RunSpec good = bad;
   good.file = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
   const auto vg = fit::validate_run(fit::load_measured_run(good, std::string("dgx-h100")), h100);
@@ -203,13 +205,13 @@ TEST_CASE("stack: validate splits the error into the latency-bound and the bandw
   const auto v = fit::validate_run(run, h100);
   CHECK(v.split.n_latency == n_lat);
   CHECK(v.split.n_bandwidth == n_bw);
-  CHECK(v.split.latency_excess_us == doctest::Approx(3.0).epsilon(1e-9));
-  CHECK(v.split.bandwidth_rate_ratio == doctest::Approx(0.8).epsilon(1e-9));
+  CHECK(v.split.latency_excess_us == approx(3.0).epsilon(1e-9));
+  CHECK(v.split.bandwidth_rate_ratio == approx(0.8).epsilon(1e-9));
   CHECK(v.split.latency_max_bytes < v.split.bandwidth_min_bytes);
   CHECK(v.split.latency_layers_us > 0);
   // One wild latency-bound size does not move the median.
   run.measured_us.front() += 500;
-  CHECK(fit::validate_run(run, h100).split.latency_excess_us == doctest::Approx(3.0).epsilon(1e-9));
+  CHECK(fit::validate_run(run, h100).split.latency_excess_us == approx(3.0).epsilon(1e-9));
 }
 
 TEST_CASE("stack: validate marks a size slower than the next, larger one as disturbed") {
@@ -348,7 +350,7 @@ TEST_CASE("stack: validate reports NCCL's own model on the same sizes, whatever 
   for (std::size_t i = 0; i < v.rows.size(); ++i) {
     const auto& r = v.rows[i];
     // NCCL's estimate for the call it makes, the same with any profile (it is not fitted).
-    CHECK(r.nccl_model_us == doctest::Approx(predictor.choose(run.op, r.bytes).nccl_model_us));
+    CHECK(r.nccl_model_us == approx(predictor.choose(run.op, r.bytes).nccl_model_us));
     CHECK(w.rows[i].nccl_model_us == r.nccl_model_us);
     REQUIRE(r.nccl_model_us > 0);
     const double ape = 100 * std::fabs(r.nccl_model_us - r.measured_us) / r.measured_us;
@@ -357,13 +359,13 @@ TEST_CASE("stack: validate reports NCCL's own model on the same sizes, whatever 
   }
   CHECK(v.nccl_model_n_large == n_large);
   CHECK(v.nccl_model_n_small == n_small);
-  CHECK(v.nccl_model_mape_large_percent == doctest::Approx(large / n_large));
-  CHECK(v.nccl_model_mape_small_percent == doctest::Approx(small / n_small));
+  CHECK(v.nccl_model_mape_large_percent == approx(large / n_large));
+  CHECK(v.nccl_model_mape_small_percent == approx(small / n_small));
   CHECK(w.nccl_model_mape_large_percent == v.nccl_model_mape_large_percent);
   // NCCL's model of this run is 12 / 17% off at >= 1 MiB / below (../shared/research/peer-fidelity.md
   // measured it independently with NCCL 2.30.7's constants: 12 / 17).
-  CHECK(v.nccl_model_mape_large_percent == doctest::Approx(12.4).epsilon(0.05));
-  CHECK(v.nccl_model_mape_small_percent == doctest::Approx(16.8).epsilon(0.05));
+  CHECK(v.nccl_model_mape_large_percent == approx(12.4).epsilon(0.05));
+  CHECK(v.nccl_model_mape_small_percent == approx(16.8).epsilon(0.05));
 
   // NCCL has no model of alltoall: no row carries one, and no MAPE is made up.
   fit::RunSpec a2a;
@@ -470,11 +472,11 @@ TEST_CASE("stack: validate's plot data are the table's numbers as bus bandwidth"
     REQUIRE(rows[i].size() == 9);
     CHECK(std::stoull(rows[i][0]) == v.rows[i].bytes);
     CHECK(std::stod(rows[i][1]) ==
-          doctest::Approx(v.rows[i].bytes * bf / (v.rows[i].measured_us * 1e3)).epsilon(1e-5));
+          approx(v.rows[i].bytes * bf / (v.rows[i].measured_us * 1e3)).epsilon(1e-5));
     CHECK(std::stod(rows[i][2]) ==
-          doctest::Approx(v.rows[i].bytes * bf / (v.rows[i].predicted_us * 1e3)).epsilon(1e-5));
+          approx(v.rows[i].bytes * bf / (v.rows[i].predicted_us * 1e3)).epsilon(1e-5));
     CHECK(rows[i][3] == "-");  // NCCL has no model of alltoall
-    CHECK(std::stod(rows[i][6]) == doctest::Approx(v.rows[i].error_percent).epsilon(1e-4));
+    CHECK(std::stod(rows[i][6]) == approx(v.rows[i].error_percent).epsilon(1e-4));
   }
   std::ifstream gp(files.gp);
   const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "test_topo_helpers.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/cluster.hpp"
@@ -53,8 +55,8 @@ TEST_CASE("topo: rail fat tree paths: same node, rail-aligned same unit, cross r
   std::vector<LinkKind> kinds;
   for (const auto& h : p) kinds.push_back(t.link(h.link).kind);
   CHECK(kinds == std::vector<LinkKind>{LinkKind::pcie, LinkKind::network, LinkKind::network, LinkKind::pcie});
-  CHECK(t.path_bandwidth(p) == doctest::Approx(50e9));
-  CHECK(t.path_latency(p) == doctest::Approx(2 * 500e-9 + 2 * 600e-9));
+  CHECK(t.path_bandwidth(p) == approx(50e9));
+  CHECK(t.path_latency(p) == approx(2 * 500e-9 + 2 * 600e-9));
 }
 
 TEST_CASE("topo: dgx-h100 switch counts follow the SuperPOD RA table") {
@@ -104,25 +106,25 @@ TEST_CASE("topo: d-mod-k is deterministic and spreads destinations over all spin
   CHECK(uplink_use.size() == 8);
   for (const auto& [link, flows] : uplink_use) {
     CHECK(flows == 4);
-    CHECK(t1.link(link).bandwidth_Bps == doctest::Approx(4 * 50e9));
+    CHECK(t1.link(link).bandwidth_Bps == approx(4 * 50e9));
   }
 }
 
 TEST_CASE("topo: non-blocking fat tree bisection = N/2 x NIC bandwidth; 4:1 oversubscription = 1/4") {
   // 4 nodes x 4 GPUs, units of 2 nodes: the GPU halves are the two units, so the cut is the leaf uplinks.
   const auto nb = build_topology(small_rail(), 4);
-  CHECK(bisection_bandwidth(nb) == doctest::Approx(8 * 50e9));
+  CHECK(bisection_bandwidth(nb) == approx(8 * 50e9));
   const auto over = build_topology(small_rail({{"oversubscription", {4}}}), 4);
-  CHECK(bisection_bandwidth(over) == doctest::Approx(8 * 50e9 / 4));
+  CHECK(bisection_bandwidth(over) == approx(8 * 50e9 / 4));
   // Same for the plain fat tree (all NICs of a node on one ToR).
   const auto plain = build_topology(
       topo_test::preset_with("dgx-h100", {{"node", {{"gpus", 4}}},
                                           {"fabric", {{"kind", "fat_tree"}, {"nodes_per_unit", 2}, {"switch_radix", 16},
                                                       {"oversubscription", {4}}}}}),
       4);
-  CHECK(bisection_bandwidth(plain) == doctest::Approx(8 * 50e9 / 4));
+  CHECK(bisection_bandwidth(plain) == approx(8 * 50e9 / 4));
   // dgx-h100 at 512 nodes (3 tiers) is non-blocking end to end.
-  CHECK(bisection_bandwidth(build_topology(load_cluster("dgx-h100"), 512)) == doctest::Approx(256 * 8 * 50e9));
+  CHECK(bisection_bandwidth(build_topology(load_cluster("dgx-h100"), 512)) == approx(256 * 8 * 50e9));
 }
 
 TEST_CASE("topo: plain fat tree: all NICs of a node on its ToR; paths and ECMP") {
@@ -167,7 +169,7 @@ TEST_CASE("topo: dgx-a100 Selene size uses 3 tiers on 40-port switches") {
   const auto t = build_topology(load_cluster("dgx-a100"), 280);  // 14 SU x 8 rails = 112 leaves > 40
   CHECK(fabric_switches(t, 1) == 112);
   CHECK(fabric_switches(t, 3) > 0);
-  CHECK(bisection_bandwidth(t) == doctest::Approx(140 * 8 * 25e9));
+  CHECK(bisection_bandwidth(t) == approx(140 * 8 * 25e9));
   CHECK(gpu_diameter(t) == gpu_diameter_exhaustive(t));
 }
 
@@ -175,9 +177,9 @@ TEST_CASE("topo: 3-tier spine oversubscription 2:1 halves the cross-pod bisectio
   // Radix 8, 4 rails: one unit (2 nodes) per pod, so the GPU halves are the two pods.
   const auto nb = build_topology(small_rail({{"tiers", 3}, {"oversubscription", {1, 1}}}), 4);
   CHECK(fabric_switches(nb, 3) > 0);
-  CHECK(bisection_bandwidth(nb) == doctest::Approx(8 * 50e9));
+  CHECK(bisection_bandwidth(nb) == approx(8 * 50e9));
   const auto over = build_topology(small_rail({{"tiers", 3}, {"oversubscription", {1, 2}}}), 4);
-  CHECK(bisection_bandwidth(over) == doctest::Approx(8 * 50e9 / 2));
+  CHECK(bisection_bandwidth(over) == approx(8 * 50e9 / 2));
   CHECK(over.route(0, 2 * 4).size() == 8);  // rail 0 of pod 0 to rail 0 of pod 1 through a core
   CHECK(gpu_diameter(over) == gpu_diameter_exhaustive(over));
 }

@@ -1,6 +1,8 @@
 // Topology core: hand-built graphs with the default ShortestPathRouter, path latency/bandwidth.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "common/error.hpp"
 #include "test_topo_helpers.hpp"
 #include "topologies/analysis.hpp"
@@ -25,8 +27,8 @@ TEST_CASE("topo: ShortestPathRouter finds the fewest-hop path, deterministic, em
   t.add_link(s2, g2, 10, 1e-6, LinkKind::network);  // 5
   const auto p = t.route(0, 1);
   CHECK(p == Path{{3, true}, {4, false}});
-  CHECK(t.path_latency(p) == doctest::Approx(4e-6));
-  CHECK(t.path_bandwidth(p) == doctest::Approx(5));
+  CHECK(t.path_latency(p) == approx(4e-6));
+  CHECK(t.path_bandwidth(p) == approx(5));
   CHECK(t.route(1, 0) == Path{{4, true}, {3, false}});
   CHECK(t.route(0, 0).empty());
   CHECK(ShortestPathRouter{}.route(t, 1, 1).empty());
@@ -35,7 +37,7 @@ TEST_CASE("topo: ShortestPathRouter finds the fewest-hop path, deterministic, em
   CHECK(t.route(0, 2) == t.route(0, 2));
   CHECK(gpu_diameter(t) == 3);
   // Bisection: GPU 0 against GPUs 1 and 2; cut at g0's two links = 10 + 5.
-  CHECK(bisection_bandwidth(t) == doctest::Approx(15));
+  CHECK(bisection_bandwidth(t) == approx(15));
 }
 
 TEST_CASE("topo: ShortestPathRouter and validation report a disconnected topology") {

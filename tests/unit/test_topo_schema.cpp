@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "test_topo_helpers.hpp"
@@ -44,13 +46,13 @@ TEST_CASE("topo: minimal cluster parses with units and numbers") {
   const auto c = parse_cluster(minimal(), "cluster.json");
   CHECK(c.nodes == 2);
   CHECK(c.node.gpus == 2);
-  CHECK(c.node.gpu_link_bandwidth_Bps == doctest::Approx(100e9));
-  CHECK(c.node.gpu_link_latency_s == doctest::Approx(1e-6));
+  CHECK(c.node.gpu_link_bandwidth_Bps == approx(100e9));
+  CHECK(c.node.gpu_link_latency_s == approx(1e-6));
   REQUIRE(c.node.nics.size() == 2);
   CHECK(c.node.nics[1].gpu == 1);
-  CHECK(c.node.nics[0].bandwidth_Bps == doctest::Approx(12.5e9));
+  CHECK(c.node.nics[0].bandwidth_Bps == approx(12.5e9));
   CHECK(c.fabric.kind == FabricKind::fat_tree);
-  CHECK(c.fabric.link_bandwidth_Bps == doctest::Approx(12.5e9));
+  CHECK(c.fabric.link_bandwidth_Bps == approx(12.5e9));
   CHECK(c.fabric.oversubscription == std::vector<double>{1.0, 1.0});
 }
 
@@ -78,23 +80,23 @@ TEST_CASE("topo: every preset parses, cites sources and builds a validated topol
 
 TEST_CASE("topo: preset facts match the hardware sheet") {
   const auto h100 = load_cluster("dgx-h100");
-  CHECK(h100.node.gpu_link_bandwidth_Bps == doctest::Approx(450e9));
+  CHECK(h100.node.gpu_link_bandwidth_Bps == approx(450e9));
   CHECK(h100.node.nics.size() == 8);
-  CHECK(h100.node.nics[3].bandwidth_Bps == doctest::Approx(50e9));
+  CHECK(h100.node.nics[3].bandwidth_Bps == approx(50e9));
   CHECK(h100.fabric.nodes_per_unit == 32);
   const auto a100 = load_cluster("dgx-a100");
-  CHECK(a100.node.gpu_link_bandwidth_Bps == doctest::Approx(300e9));
-  CHECK(a100.node.nics[0].bandwidth_Bps == doctest::Approx(25e9));
+  CHECK(a100.node.gpu_link_bandwidth_Bps == approx(300e9));
+  CHECK(a100.node.nics[0].bandwidth_Bps == approx(25e9));
   CHECK(a100.fabric.nodes_per_unit == 20);
-  CHECK(load_cluster("hgx-b200").node.gpu_link_bandwidth_Bps == doctest::Approx(900e9));
+  CHECK(load_cluster("hgx-b200").node.gpu_link_bandwidth_Bps == approx(900e9));
   const auto gb = load_cluster("gb200-nvl72");
   CHECK(gb.node.gpus == 4);
   CHECK(gb.node.nvlink_domain_nodes == 18);
   const auto ang = load_cluster("angara-torus");
   CHECK(ang.fabric.dims.size() == 4);
-  CHECK(ang.fabric.link_bandwidth_Bps == doctest::Approx(75e9 / 8));
+  CHECK(ang.fabric.link_bandwidth_Bps == approx(75e9 / 8));
   // 850 ns MPI latency between torus neighbours = NIC + router hop + NIC.
-  CHECK(2 * ang.node.nics[0].latency_s + ang.fabric.link_latency_s == doctest::Approx(850e-9));
+  CHECK(2 * ang.node.nics[0].latency_s + ang.fabric.link_latency_s == approx(850e-9));
   CHECK(load_cluster("gh200-slingshot").fabric.kind == FabricKind::dragonfly);
 }
 

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "test_topo_helpers.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/builders/builders.hpp"
@@ -69,7 +71,7 @@ TEST_CASE("topo: torus link counts, diameter and bisection of a 4x4 torus") {
   CHECK(s.links_network == 16 + 32);  // 16 NIC cables + 2 links per router
   CHECK(s.diameter_hops == 4 + 4);    // 2 + 2 router hops + GPU-NIC-router at both ends
   // Halves = rows y in {0,1} and {2,3}: the cut crosses 2 x 4 wrap-around and straight links.
-  CHECK(s.bisection_Bps == doctest::Approx(8 * 75e9 / 8));
+  CHECK(s.bisection_Bps == approx(8 * 75e9 / 8));
   // A ring of 2 has one cable, not two.
   CHECK(summarize(build_topology(torus({2, 3}))).links_network == 6 + 3 + 6);
 }

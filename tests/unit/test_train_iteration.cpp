@@ -2,6 +2,8 @@
 // bandwidth monotonicity and determinism.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -56,12 +58,12 @@ TEST_CASE("train: folding ranks per pipeline stage changes nothing (TP2 PP2 DP4,
     CAPTURE(variant);
     CHECK(full.graph.ranks.size() == 32);
     CHECK(folded.graph.ranks.size() == 2);
-    CHECK(folded.iteration_s == doctest::Approx(full.iteration_s).epsilon(1e-12));
-    CHECK(folded.breakdown.compute == doctest::Approx(full.breakdown.compute).epsilon(1e-12));
-    CHECK(folded.breakdown.tp == doctest::Approx(full.breakdown.tp).epsilon(1e-12));
-    CHECK(folded.breakdown.dp == doctest::Approx(full.breakdown.dp).epsilon(1e-12));
-    CHECK(folded.breakdown.pp == doctest::Approx(full.breakdown.pp).epsilon(1e-12));
-    CHECK(folded.breakdown.cp == doctest::Approx(full.breakdown.cp).epsilon(1e-12));
+    CHECK(folded.iteration_s == approx(full.iteration_s).epsilon(1e-12));
+    CHECK(folded.breakdown.compute == approx(full.breakdown.compute).epsilon(1e-12));
+    CHECK(folded.breakdown.tp == approx(full.breakdown.tp).epsilon(1e-12));
+    CHECK(folded.breakdown.dp == approx(full.breakdown.dp).epsilon(1e-12));
+    CHECK(folded.breakdown.pp == approx(full.breakdown.pp).epsilon(1e-12));
+    CHECK(folded.breakdown.cp == approx(full.breakdown.cp).epsilon(1e-12));
     CHECK(folded.iteration_s > 0);
   }
 }
@@ -75,15 +77,15 @@ TEST_CASE("train: FLOPs per iteration equal the closed forms and the op graph's 
   const auto& m = s.model;
   const double B = 64, sq = static_cast<double>(m.seq), l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
                V = static_cast<double>(m.vocab);
-  CHECK(r.model_flops == doctest::Approx(workloads::korthikanti_model_flops(B, sq, l, h, V)).epsilon(1e-12));
-  CHECK(r.hardware_flops == doctest::Approx(workloads::narayanan_full_recompute_flops(B, sq, l, h, V)).epsilon(1e-12));
+  CHECK(r.model_flops == approx(workloads::korthikanti_model_flops(B, sq, l, h, V)).epsilon(1e-12));
+  CHECK(r.hardware_flops == approx(workloads::narayanan_full_recompute_flops(B, sq, l, h, V)).epsilon(1e-12));
   // Every rank's compute ops together execute the hardware FLOPs (optimizer excluded).
   double sum = 0;
   for (const auto& op : r.graph.ops) {
     if (op.kind == workloads::OpKind::compute && op.phase != workloads::Phase::optimizer) sum += op.flops;
   }
-  CHECK(sum == doctest::Approx(r.hardware_flops).epsilon(1e-9));
-  CHECK(r.model_tflops_per_gpu == doctest::Approx(r.model_flops / r.iteration_s / 16 / 1e12).epsilon(1e-12));
+  CHECK(sum == approx(r.hardware_flops).epsilon(1e-9));
+  CHECK(r.model_tflops_per_gpu == approx(r.model_flops / r.iteration_s / 16 / 1e12).epsilon(1e-12));
 }
 
 TEST_CASE("train: iteration time is never below the compute-only bound and the breakdown sums to it") {
@@ -94,7 +96,7 @@ TEST_CASE("train: iteration time is never below the compute-only bound and the b
     const auto r = sim::train::simulate_training(simulator, s);
     CAPTURE(s.par.tp);
     CHECK(r.iteration_s >= r.compute_bound_s);
-    CHECK(r.breakdown.total() == doctest::Approx(r.iteration_s).epsilon(1e-9));
+    CHECK(r.breakdown.total() == approx(r.iteration_s).epsilon(1e-9));
     // Pipeline with m micro-batches: at least the 1F1B bubble (p-1)/m of one stage's compute.
     if (s.par.pp > 1) {
       const double m = static_cast<double>(s.par.micro_batches());

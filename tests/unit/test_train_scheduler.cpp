@@ -1,6 +1,8 @@
 // The op-graph scheduler on hand-made graphs whose timing has a closed form.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/train/scheduler.hpp"
 
 using namespace commstack;
@@ -45,13 +47,13 @@ TEST_CASE("train: scheduler overlaps a non-blocking collective with compute and 
     g.ops[static_cast<std::size_t>(id)].collective = workloads::Collective::all_reduce;
   }
   const auto s = sim::train::schedule_ops(g, [&](const Op& op) { return d[static_cast<std::size_t>(op.id)]; });
-  CHECK(s.start[static_cast<std::size_t>(r0)] == doctest::Approx(3.0));  // waits for rank 1
-  CHECK(s.finish[static_cast<std::size_t>(r1)] == doctest::Approx(5.0));
-  CHECK(s.start[static_cast<std::size_t>(b0)] == doctest::Approx(1.0));  // overlaps the wait
-  CHECK(s.start[static_cast<std::size_t>(o0)] == doctest::Approx(5.0));
+  CHECK(s.start[static_cast<std::size_t>(r0)] == approx(3.0));  // waits for rank 1
+  CHECK(s.finish[static_cast<std::size_t>(r1)] == approx(5.0));
+  CHECK(s.start[static_cast<std::size_t>(b0)] == approx(1.0));  // overlaps the wait
+  CHECK(s.start[static_cast<std::size_t>(o0)] == approx(5.0));
   CHECK(s.binding[static_cast<std::size_t>(o0)] == r0);
   CHECK(s.binding[static_cast<std::size_t>(r0)] == r1);  // the late member bound it
-  CHECK(s.iteration_s == doctest::Approx(5.25));
+  CHECK(s.iteration_s == approx(5.25));
 }
 
 TEST_CASE("train: scheduler starts a send and its recv together, a folded peer mirrors our own send") {
@@ -74,9 +76,9 @@ TEST_CASE("train: scheduler starts a send and its recv together, a folded peer m
   g.ops[static_cast<std::size_t>(r2)].peer = 3;
   g.ops[static_cast<std::size_t>(s2)].tag = g.ops[static_cast<std::size_t>(r2)].tag = 9;
   const auto s = sim::train::schedule_ops(g, [&](const Op& op) { return d[static_cast<std::size_t>(op.id)]; });
-  CHECK(s.start[static_cast<std::size_t>(rv)] == doctest::Approx(2.0));
-  CHECK(s.start[static_cast<std::size_t>(c2)] == doctest::Approx(2.5));
-  CHECK(s.start[static_cast<std::size_t>(r2)] == doctest::Approx(3.5));  // = start of s2
-  CHECK(s.start[static_cast<std::size_t>(c2b)] == doctest::Approx(3.75));
-  CHECK(s.iteration_s == doctest::Approx(4.75));
+  CHECK(s.start[static_cast<std::size_t>(rv)] == approx(2.0));
+  CHECK(s.start[static_cast<std::size_t>(c2)] == approx(2.5));
+  CHECK(s.start[static_cast<std::size_t>(r2)] == approx(3.5));  // = start of s2
+  CHECK(s.start[static_cast<std::size_t>(c2b)] == approx(3.75));
+  CHECK(s.iteration_s == approx(4.75));
 }

@@ -3,6 +3,8 @@
 // simulated iteration.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <tuple>
@@ -75,7 +77,7 @@ TEST_CASE("train: with tp_backward_overlap the input-gradient reduction runs bes
         CHECK(waits_for(reduce, weight) != overlap);  // ... or only after dW (2021 autograd order)
         CHECK_FALSE(waits_for(weight, reduce));
         // dX and dW: one GEMM each, the same FLOPs (2 M K N) and together the old single backward op.
-        CHECK(in.flops == doctest::Approx(weight.flops));
+        CHECK(in.flops == approx(weight.flops));
         CHECK(in.cclass == ComputeClass::gemm);
       }
     }
@@ -99,7 +101,7 @@ TEST_CASE("train: overlapping the backward TP reduction saves at most the expose
   REQUIRE(std::sscanf(time(true).c_str(), "%lf %lf %lf", &t_on, &on_tp, &on_bound) == 3);
   CAPTURE(t_off);
   CAPTURE(t_on);
-  CHECK(on_bound == doctest::Approx(off_bound).epsilon(1e-12));  // same compute, only the order differs
+  CHECK(on_bound == approx(off_bound).epsilon(1e-12));  // same compute, only the order differs
   CHECK(t_on < t_off);
   CHECK(t_on >= on_bound);
   CHECK(t_off - t_on <= off_tp * (1 + 1e-9));

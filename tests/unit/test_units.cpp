@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "common/error.hpp"
 #include "common/units.hpp"
 
@@ -23,11 +25,11 @@ TEST_CASE("parse_bytes rejects negatives, garbage and fractions with the flag na
 }
 
 TEST_CASE("bandwidth and latency units") {
-  CHECK(parse_bandwidth("400Gbps", "x") == doctest::Approx(50e9));
-  CHECK(parse_bandwidth("450GB/s", "x") == doctest::Approx(450e9));
-  CHECK(parse_bandwidth("75Gb/s", "x") == doctest::Approx(9.375e9));
-  CHECK(parse_latency("850ns", "x") == doctest::Approx(850e-9));
-  CHECK(parse_latency("2us", "x") == doctest::Approx(2e-6));
+  CHECK(parse_bandwidth("400Gbps", "x") == approx(50e9));
+  CHECK(parse_bandwidth("450GB/s", "x") == approx(450e9));
+  CHECK(parse_bandwidth("75Gb/s", "x") == approx(9.375e9));
+  CHECK(parse_latency("850ns", "x") == approx(850e-9));
+  CHECK(parse_latency("2us", "x") == approx(2e-6));
   CHECK_THROWS_AS(parse_bandwidth("0Gbps", "x"), InputError);
   CHECK_THROWS_AS(parse_bandwidth("10 furlongs", "x"), InputError);
   CHECK_THROWS_AS(parse_latency("-1us", "x"), InputError);

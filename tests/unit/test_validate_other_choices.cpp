@@ -2,6 +2,8 @@
 // modelled algorithm / protocol misses and another pair NCCL could run predicts.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -56,7 +58,7 @@ TEST_CASE("other choices: sizes that follow Ring/Simple where the model picks Ri
   CHECK(c.sizes == 3);
   CHECK(c.other == "Ring/Simple");
   CHECK(c.modelled.find("Ring/LL") == 0);
-  CHECK(c.other_mape_percent == doctest::Approx(0).epsilon(1e-9));  // the very pair that made the times
+  CHECK(c.other_mape_percent == approx(0).epsilon(1e-9));  // the very pair that made the times
   CHECK(c.modelled_mape_percent > fit::kOtherChoiceTrigger);
   // With NCCL_ALGO set by the run, only the protocol is looked for, and found the same.
   auto algo_set = run;
@@ -68,7 +70,7 @@ TEST_CASE("other choices: sizes that follow Ring/Simple where the model picks Ri
   // The diagnosis is never part of the error.
   double sum = 0;
   for (const auto& r : v.rows) sum += std::fabs(r.error_percent);
-  CHECK(v.mape_percent == doctest::Approx(sum / static_cast<double>(v.rows.size())));
+  CHECK(v.mape_percent == approx(sum / static_cast<double>(v.rows.size())));
 }
 
 TEST_CASE(

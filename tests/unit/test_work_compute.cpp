@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include <string>
 #include <utility>
@@ -17,13 +19,13 @@ TEST_CASE("work: roofline compute time is FLOP-bound for big GEMMs and bandwidth
   gemm.cclass = ComputeClass::gemm;
   gemm.flops = 2.0 * 8192 * 8192 * 8192;
   gemm.mem_bytes = 2.0 * 3 * 8192 * 8192;
-  CHECK(compute_time(h100, gemm, Precision::bf16) == doctest::Approx(gemm.flops / 989.4e12));
-  CHECK(compute_time(h100, gemm, Precision::fp8) == doctest::Approx(gemm.flops / 1978.9e12));
+  CHECK(compute_time(h100, gemm, Precision::bf16) == approx(gemm.flops / 989.4e12));
+  CHECK(compute_time(h100, gemm, Precision::fp8) == approx(gemm.flops / 1978.9e12));
   Op ew;
   ew.kind = OpKind::compute;
   ew.cclass = ComputeClass::elementwise;
   ew.mem_bytes = 1e9;
-  CHECK(compute_time(h100, ew, Precision::bf16) == doctest::Approx(1e9 / 3.35e12));
+  CHECK(compute_time(h100, ew, Precision::bf16) == approx(1e9 / 3.35e12));
   Op coll;
   coll.kind = OpKind::collective;
   coll.bytes = 1 << 30;
@@ -31,7 +33,7 @@ TEST_CASE("work: roofline compute time is FLOP-bound for big GEMMs and bandwidth
   // Efficiency scales the FLOP term only.
   ComputeProfile p = parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"test",
       "peak_bf16_flops":1e15,"hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"gemm":0.5}})"), "prof.json");
-  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(gemm.flops / 0.5e15));
+  CHECK(compute_time(p, gemm, Precision::bf16) == approx(gemm.flops / 0.5e15));
   CHECK_THROWS_WITH_AS(compute_time(p, gemm, Precision::fp8), doctest::Contains("peak_fp8_flops"), InputError);
   CHECK_THROWS_WITH_AS(compute_time(builtin_compute_profile("a100-80gb"), gemm, Precision::fp8),
                        doctest::Contains("fp8"), InputError);
@@ -46,17 +48,17 @@ TEST_CASE("work: HBM efficiency divides the memory side of the roofline only") {
   ew.kind = OpKind::compute;
   ew.cclass = ComputeClass::elementwise;
   ew.mem_bytes = 1e9;
-  CHECK(compute_time(p, ew, Precision::bf16) == doctest::Approx(1e9 / 0.8e12));
+  CHECK(compute_time(p, ew, Precision::bf16) == approx(1e9 / 0.8e12));
   // A GEMM with arithmetic intensity 1000 FLOP/byte stays FLOP-bound: 0.5 PFLOP/s vs 0.8 TB/s.
   Op gemm;
   gemm.kind = OpKind::compute;
   gemm.cclass = ComputeClass::gemm;
   gemm.flops = 1e12;
   gemm.mem_bytes = 1e9;
-  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(1e12 / 0.5e15));
+  CHECK(compute_time(p, gemm, Precision::bf16) == approx(1e12 / 0.5e15));
   // At 100 FLOP/byte the same GEMM is bandwidth-bound (ridge point 0.5e15 / 0.8e12 = 625 FLOP/byte).
   gemm.flops = 1e11;
-  CHECK(compute_time(p, gemm, Precision::bf16) == doctest::Approx(1e9 / 0.8e12));
+  CHECK(compute_time(p, gemm, Precision::bf16) == approx(1e9 / 0.8e12));
   CHECK(builtin_compute_profile("a100-80gb-datasheet").eff_memory == 1);
   CHECK_THROWS_WITH_AS(parse_compute_profile(nlohmann::json::parse(R"({"name":"x","provenance":"p","peak_bf16_flops":1e15,
       "hbm_bytes_per_s":1e12,"memory_bytes":8e10,"efficiency":{"memory":0}})"), "prof.json"),

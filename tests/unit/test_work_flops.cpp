@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "test_work_csv.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/model.hpp"
@@ -14,10 +16,11 @@ TEST_CASE("work: per-layer FLOPs sum to Narayanan eq. (3) for all Megatron Table
     IterationFlops it = iteration_flops(m, B, m.seq, Recompute::full);
     const double closed = narayanan_full_recompute_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
                                                          static_cast<double>(m.hidden), static_cast<double>(m.vocab));
-    CHECK(it.hardware == doctest::Approx(closed).epsilon(1e-12));
-    CHECK(it.model == doctest::Approx(korthikanti_model_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
-                                                              static_cast<double>(m.hidden), static_cast<double>(m.vocab)))
-                          .epsilon(1e-12));
+    CHECK(it.hardware == approx(closed).epsilon(1e-12));
+    CHECK(it.model ==
+          approx(korthikanti_model_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
+                                         static_cast<double>(m.hidden), static_cast<double>(m.vocab)))
+              .epsilon(1e-12));
   }
 }
 
@@ -43,17 +46,18 @@ TEST_CASE("work: selective recompute adds 4Bs^2h per layer; Korthikanti's printe
     const double B = std::stod(rows[i].at("global_batch"));
     const double s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden), V = 51200;
     IterationFlops it = iteration_flops(m, static_cast<std::int64_t>(B), 2048, Recompute::selective);
-    CHECK(it.recompute == doctest::Approx(4 * B * s * s * h * l).epsilon(1e-12));
-    CHECK(it.hardware == doctest::Approx(72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * h * l))).epsilon(1e-12));
+    CHECK(it.recompute == approx(4 * B * s * s * h * l).epsilon(1e-12));
+    CHECK(it.hardware ==
+          approx(72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * h * l))).epsilon(1e-12));
     // Published MFU (Table 5): model FLOPs / (time * GPUs * 312 TFLOP/s), to the table's 0.1 %.
     const double gpus = std::stod(rows[i].at("num_gpus"));
     const double t = std::stod(rows[i].at("present_work_iter_time_s"));
     const double published_mfu = std::stod(rows[i].at("model_flops_utilization")) / 100;
-    CHECK(mfu(it.model, t, static_cast<int>(gpus), 312e12) == doctest::Approx(published_mfu).epsilon(0.004));
+    CHECK(mfu(it.model, t, static_cast<int>(gpus), 312e12) == approx(published_mfu).epsilon(0.004));
     // Published HFU follows the paper's s/(3h) formula, not the per-op count.
     const double published_hfu = std::stod(rows[i].at("hardware_flops_utilization")) / 100;
     CHECK(mfu(korthikanti_selective_paper_flops(B, s, l, h, V), t, static_cast<int>(gpus), 312e12) ==
-          doctest::Approx(published_hfu).epsilon(0.004));
+          approx(published_hfu).epsilon(0.004));
   }
 }
 
@@ -71,7 +75,7 @@ TEST_CASE("work: model FLOPs per token reproduce NeMo 24.07 tokens/s vs TFLOP/s 
     const std::int64_t seq = std::stoll(r.at("Sequence Length"));
     const double per_token = iteration_flops(m, 1, seq, Recompute::none).model / static_cast<double>(seq);
     const double tflops = std::stod(r.at("Tokens / sec / GPU")) * per_token / 1e12;
-    CHECK(tflops == doctest::Approx(std::stod(r.at("Model TFLOP / sec / GPU"))).epsilon(0.01));
+    CHECK(tflops == approx(std::stod(r.at("Model TFLOP / sec / GPU"))).epsilon(0.01));
     ++checked;
   }
   CHECK(checked == 7);  // the pre-training table rows of those models
@@ -95,5 +99,5 @@ TEST_CASE("work: GQA and MoE FLOPs count K/V heads and active experts only") {
   const double active = static_cast<double>(count_params(mix).active - count_params(mix).embedding);
   const double per_token = iteration_flops(mix, 1, 4096, Recompute::none).model / 4096;
   const double attention = 3 * 4.0 * 4096 * 4096 * 32;  // 3 passes x 4*s*(a*d) per layer
-  CHECK(per_token == doctest::Approx(6 * active + attention).epsilon(0.001));
+  CHECK(per_token == approx(6 * active + attention).epsilon(0.001));
 }

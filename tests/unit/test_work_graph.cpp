@@ -6,7 +6,9 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "workloads/flops.hpp"
 #include "workloads/graph/generator.hpp"
@@ -151,7 +153,7 @@ TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic acr
       CHECK(ops_named(g, r, "optimizer.adam").size() == 1);
     }
     const IterationFlops it = iteration_flops(m, p.global_batch, p.seq, p.recompute);
-    CHECK(compute_flops(g) == doctest::Approx(it.hardware).epsilon(1e-12));
+    CHECK(compute_flops(g) == approx(it.hardware).epsilon(1e-12));
   }
 }
 
@@ -205,8 +207,8 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
     rs += static_cast<double>(op->bytes);
   }
   for (const Op* op : ops_named(g2, 0, "dp.param_gather")) ag += static_cast<double>(op->bytes);
-  CHECK(rs == doctest::Approx(2 * stage0).epsilon(1e-9));
-  CHECK(ag == doctest::Approx(rs));
+  CHECK(rs == approx(2 * stage0).epsilon(1e-9));
+  CHECK(ag == approx(rs));
 }
 
 TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k token copies") {
@@ -237,7 +239,7 @@ TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k toke
   CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks == L.group_of(GroupKind::ep, 0));
   CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks.size() == 4);
   // FLOPs over all ranks still equal the whole-model count.
-  CHECK(compute_flops(g) == doctest::Approx(iteration_flops(m, 2, 64, Recompute::none).hardware).epsilon(1e-12));
+  CHECK(compute_flops(g) == approx(iteration_flops(m, 2, 64, Recompute::none).hardware).epsilon(1e-12));
 }
 
 TEST_CASE("work: op graph generation is deterministic and representatives cover every stage") {
@@ -253,7 +255,7 @@ TEST_CASE("work: op graph generation is deterministic and representatives cover 
   CHECK(g.ranks == std::vector<int>{0, 4, 8, 12});
   CHECK_NOTHROW(check_graph(g));
   // Each representative does 1/(tp*dp) of its stage's work: 4 of them = 1/4 of the total.
-  CHECK(compute_flops(g) * 4 == doctest::Approx(iteration_flops(m, 8, 128, Recompute::none).hardware).epsilon(1e-12));
+  CHECK(compute_flops(g) * 4 == approx(iteration_flops(m, 8, 128, Recompute::none).hardware).epsilon(1e-12));
 }
 
 TEST_CASE("work: the whole-job cycle check catches a send/recv deadlock") {

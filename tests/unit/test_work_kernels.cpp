@@ -3,7 +3,9 @@
 #include <string>
 
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "workloads/flops.hpp"
@@ -59,22 +61,22 @@ TEST_CASE("work: norms, residual adds and the MLP activation stream their bytes 
       for (const Op* op : ops) {
         CHECK(op->cclass == ComputeClass::elementwise);
         CHECK(op->flops == 0);
-        CHECK(op->mem_bytes == doctest::Approx(4 * res));  // read x, write y (bf16)
+        CHECK(op->mem_bytes == approx(4 * res));  // read x, write y (bf16)
       }
-      for (const Op* op : named(g, std::string(name) + ".bwd")) CHECK(op->mem_bytes == doctest::Approx(12 * res));
+      for (const Op* op : named(g, std::string(name) + ".bwd")) CHECK(op->mem_bytes == approx(12 * res));
     }
-    for (const Op* op : named(g, "residual_add.attn")) CHECK(op->mem_bytes == doctest::Approx(7 * res));  // + mask
-    for (const Op* op : named(g, "residual_add.mlp.bwd")) CHECK(op->mem_bytes == doctest::Approx(5 * res));
+    for (const Op* op : named(g, "residual_add.attn")) CHECK(op->mem_bytes == approx(7 * res));  // + mask
+    for (const Op* op : named(g, "residual_add.mlp.bwd")) CHECK(op->mem_bytes == approx(5 * res));
     // The activation is TP-sharded with or without SP (it lives between the column and row GEMMs).
-    for (const Op* op : named(g, "mlp_act")) CHECK(op->mem_bytes == doctest::Approx(4 * T * f / t));
-    for (const Op* op : named(g, "mlp_act.bwd")) CHECK(op->mem_bytes == doctest::Approx(6 * T * f / t));
+    for (const Op* op : named(g, "mlp_act")) CHECK(op->mem_bytes == approx(4 * T * f / t));
+    for (const Op* op : named(g, "mlp_act.bwd")) CHECK(op->mem_bytes == approx(6 * T * f / t));
     // The new kernels add no FLOPs: the graph still sums to the model's hardware FLOPs (x TP ranks).
-    CHECK(flops_of(g) == doctest::Approx(iteration_flops(m, 2, 128, Recompute::none).hardware).epsilon(1e-12));
+    CHECK(flops_of(g) == approx(iteration_flops(m, 2, 128, Recompute::none).hardware).epsilon(1e-12));
   }
   // Without dropout there is no mask byte.
   const ModelSpec nd = gpt(false);
   const OpGraph g = generate_op_graph(nd, cfg(nd, R"({"tp":2,"micro_batch":2,"global_batch":2})"));
-  for (const Op* op : named(g, "residual_add.attn")) CHECK(op->mem_bytes == doctest::Approx(6 * T * h));
+  for (const Op* op : named(g, "residual_add.attn")) CHECK(op->mem_bytes == approx(6 * T * h));
 }
 
 TEST_CASE("work: materialized attention streams the seq^2 scores (13E forward, 19E backward) and keeps the FLOPs") {
@@ -89,24 +91,24 @@ TEST_CASE("work: materialized attention streams the seq^2 scores (13E forward, 1
     REQUIRE(ops.size() == 4);
     return ops[0]->mem_bytes;
   };
-  CHECK(one("attention.softmax") == doctest::Approx(4 * E));
-  CHECK(one("attention.dropout") == doctest::Approx(5 * E));
-  CHECK(one("attention.softmax.bwd") == doctest::Approx(6 * E));
-  CHECK(one("attention.dropout.bwd") == doctest::Approx(5 * E));
+  CHECK(one("attention.softmax") == approx(4 * E));
+  CHECK(one("attention.dropout") == approx(5 * E));
+  CHECK(one("attention.softmax.bwd") == approx(6 * E));
+  CHECK(one("attention.dropout.bwd") == approx(5 * E));
   // The two batched GEMMs: score bytes plus the (small) Q, K, V / O traffic.
   const double qkv = b * s * 256 / t * 2;  // bytes of Q (= K = V = O) per rank
-  CHECK(one("attention.scores") == doctest::Approx(2 * E + 2 * qkv));
-  CHECK(one("attention.context") == doctest::Approx(2 * E + 2 * qkv));
-  CHECK(one("attention.context.bwd") == doctest::Approx(4 * E + 2 * qkv));
-  CHECK(one("attention.scores.bwd") == doctest::Approx(4 * E + 2 * qkv));
+  CHECK(one("attention.scores") == approx(2 * E + 2 * qkv));
+  CHECK(one("attention.context") == approx(2 * E + 2 * qkv));
+  CHECK(one("attention.context.bwd") == approx(4 * E + 2 * qkv));
+  CHECK(one("attention.scores.bwd") == approx(4 * E + 2 * qkv));
   const LayerFlops lf = layer_forward_flops(m, 0, 2, 128);
-  CHECK(named(g, "attention.scores")[0]->flops == doctest::Approx(lf.attention_core() / t / 2));
-  CHECK(flops_of(g) == doctest::Approx(iteration_flops(m, 2, 128, Recompute::none).hardware).epsilon(1e-12));
+  CHECK(named(g, "attention.scores")[0]->flops == approx(lf.attention_core() / t / 2));
+  CHECK(flops_of(g) == approx(iteration_flops(m, 2, 128, Recompute::none).hardware).epsilon(1e-12));
   // Selective recomputation recomputes exactly these kernels.
   const OpGraph sel = generate_op_graph(m, cfg(m, R"({"tp":2,"micro_batch":2,"global_batch":2,
       "attention":"materialized","recompute":"selective"})"));
   CHECK(named(sel, "attention.softmax.recompute").size() == 4);
-  CHECK(named(sel, "attention.softmax.recompute")[0]->mem_bytes == doctest::Approx(4 * E));
+  CHECK(named(sel, "attention.softmax.recompute")[0]->mem_bytes == approx(4 * E));
   // No context parallelism with materialized attention (Megatron's CP needs the fused kernel).
   ParallelConfig cp = parse_parallel(nlohmann::json::parse(R"({"cp":2,"micro_batch":1,"global_batch":1,
       "attention":"materialized"})"), "par.json");
@@ -131,7 +133,7 @@ TEST_CASE("work: FP8 quantizes each GEMM's activation operand with a cast-transp
   // Per layer, forward: X of qkv (T x h), attn_proj (T x h/t), fc1 (T x h), fc2 (T x f/t); backward:
   // dY of qkv (T x 3h/t), attn_proj (T x h), fc1 (T x f/t), fc2 (T x h). Logits: X (T x h), dY (T x V/t).
   const double per_layer = T * (h + h / t + h + f / t) + T * (3 * h / t + h + f / t + h);
-  CHECK(bytes == doctest::Approx(4 * (4 * per_layer + T * h + T * V / t)));
+  CHECK(bytes == approx(4 * (4 * per_layer + T * h + T * V / t)));
   // No FLOPs added: the graph still sums to the model's hardware FLOPs.
-  CHECK(flops_of(g) == doctest::Approx(flops_of(bf16)).epsilon(1e-12));
+  CHECK(flops_of(g) == approx(flops_of(bf16)).epsilon(1e-12));
 }

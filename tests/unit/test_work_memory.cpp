@@ -1,8 +1,10 @@
 #include <array>
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "test_work_csv.hpp"
@@ -33,7 +35,7 @@ TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for
             ParallelConfig p = cfg(m, fmt::format(R"({{"tp":{},"sequence_parallel":{},"micro_batch":{},"global_batch":{},
                                                      "recompute":"{}","attention":"materialized"}})", t, sp, b, b, rc));
             CHECK(activation_bytes_per_layer(m, p, 0) ==
-                  doctest::Approx(korthikanti_activation_bytes(s, b, h, a, t, sp, p.recompute)).epsilon(1e-12));
+                  approx(korthikanti_activation_bytes(s, b, h, a, t, sp, p.recompute)).epsilon(1e-12));
             // A fused (flash) kernel keeps no seq^2 tensor, only an fp32 log-sum-exp per query row and
             // head: the selective-recompute closed form plus 4 b a s / t bytes (none), the same otherwise.
             ParallelConfig f = p;
@@ -41,7 +43,7 @@ TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for
             const double lse = p.recompute == Recompute::none ? 4.0 * b * a * s / t : 0;
             const Recompute kept = p.recompute == Recompute::none ? Recompute::selective : p.recompute;
             CHECK(activation_bytes_per_layer(m, f, 0) ==
-                  doctest::Approx(korthikanti_activation_bytes(s, b, h, a, t, sp, kept) + lse).epsilon(1e-12));
+                  approx(korthikanti_activation_bytes(s, b, h, a, t, sp, kept) + lse).epsilon(1e-12));
           }
         }
       }
@@ -49,7 +51,7 @@ TEST_CASE("work: activation bytes per layer equal Korthikanti's closed forms for
   }
   // The paper's headline: no recompute sbh(34 + 5as/h); e.g. 22B, b = 1: 34*2048*6144 + 5*64*2048^2 bytes.
   CHECK(korthikanti_activation_bytes(2048, 1, 6144, 64, 1, false, Recompute::none) ==
-        doctest::Approx(34.0 * 2048 * 6144 + 5.0 * 64 * 2048 * 2048).epsilon(1e-14));
+        approx(34.0 * 2048 * 6144 + 5.0 * 64 * 2048 * 2048).epsilon(1e-14));
 }
 
 TEST_CASE("work: weights, gradients and optimizer states split by ZeRO stage (16 bytes per parameter)") {
@@ -61,16 +63,16 @@ TEST_CASE("work: weights, gradients and optimizer states split by ZeRO stage (16
     return std::array<double, 3>{s.weights, s.gradients, s.optimizer};
   };
   auto z0 = total_states(0), z1 = total_states(1), z2 = total_states(2), z3 = total_states(3);
-  CHECK(z0[0] == doctest::Approx(2 * P));
-  CHECK(z0[1] == doctest::Approx(2 * P));
-  CHECK(z0[2] == doctest::Approx(12 * P));
-  CHECK(z1[2] == doctest::Approx(12 * P / 8));
-  CHECK(z1[1] == doctest::Approx(2 * P));
-  CHECK(z2[1] == doctest::Approx(2 * P / 8));
+  CHECK(z0[0] == approx(2 * P));
+  CHECK(z0[1] == approx(2 * P));
+  CHECK(z0[2] == approx(12 * P));
+  CHECK(z1[2] == approx(12 * P / 8));
+  CHECK(z1[1] == approx(2 * P));
+  CHECK(z2[1] == approx(2 * P / 8));
   // ZeRO-3 keeps 1/8 of the weights plus two gathered layers (prefetch).
   const double layer = static_cast<double>(count_params(m).attention_per_layer + count_params(m).dense_mlp_per_layer);
-  CHECK(z3[0] == doctest::Approx(2 * P / 8 + 2 * 2 * layer));
-  CHECK(z3[1] + z3[2] == doctest::Approx(14 * P / 8));
+  CHECK(z3[0] == approx(2 * P / 8 + 2 * 2 * layer));
+  CHECK(z3[1] + z3[2] == approx(14 * P / 8));
 }
 
 TEST_CASE("work: 1F1B holds pp - stage micro-batches; interleaving multiplies stage 0 by 1 + (p-1)/(pv)") {
@@ -81,14 +83,14 @@ TEST_CASE("work: 1F1B holds pp - stage micro-batches; interleaving multiplies st
   for (int s = 0; s < 8; ++s) {
     CHECK(e.stages[static_cast<std::size_t>(s)].in_flight == 8 - s);
     const double logits = s == 7 ? 4.0 * 2048 * 51200 / 8 : 0;
-    CHECK(e.stages[static_cast<std::size_t>(s)].activations == doctest::Approx(per_layer * 12 * (8 - s) + logits));
+    CHECK(e.stages[static_cast<std::size_t>(s)].activations == approx(per_layer * 12 * (8 - s) + logits));
   }
   // Stage 0 with 1F1B holds activations of all 96 layers: 34 sbh/t * L (Korthikanti sec. 4.2.3).
-  CHECK(e.stages[0].activations == doctest::Approx(34.0 * 2048 * 12288 / 8 * 96));
+  CHECK(e.stages[0].activations == approx(34.0 * 2048 * 12288 / 8 * 96));
   ParallelConfig q = cfg(m, R"({"tp":8,"sequence_parallel":true,"pp":8,"schedule":"interleaved","virtual_stages":3,
                                "micro_batch":1,"global_batch":64,"recompute":"selective"})");
   CHECK(estimate_memory(m, q).stages[0].activations ==
-        doctest::Approx(34.0 * 2048 * 12288 / 8 * 96 * (1 + 7.0 / (8 * 3))));
+        approx(34.0 * 2048 * 12288 / 8 * 96 * (1 + 7.0 / (8 * 3))));
 }
 
 TEST_CASE("work: the published Megatron and Korthikanti configurations fit in 80 GB; without recompute 530B does not") {
@@ -116,7 +118,10 @@ TEST_CASE("work: MoE experts are split by EP and their states by the expert-data
   ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"dp":8,"ep":8,"zero":1,"micro_batch":1,"global_batch":8,"seq":4096})");
   const StageMemory s = estimate_memory(m, p).stages.at(0);
   const ParamCount pc = count_params(m);
-  CHECK(static_cast<double>(s.params_expert) == doctest::Approx(static_cast<double>(pc.expert_per_layer) * 32 / 8).epsilon(1e-9));
+  CHECK(static_cast<double>(s.params_expert) ==
+        approx(static_cast<double>(pc.expert_per_layer) * 32 / 8).epsilon(1e-9));
   // Optimizer: dense states over dp*cp = 8, expert states over tp*dp*cp/ep = 2.
-  CHECK(s.optimizer == doctest::Approx(12.0 * (static_cast<double>(s.params_dense) / 8 + static_cast<double>(s.params_expert) / 2)).epsilon(1e-6));
+  CHECK(s.optimizer ==
+        approx(12.0 * (static_cast<double>(s.params_dense) / 8 + static_cast<double>(s.params_expert) / 2))
+            .epsilon(1e-6));
 }

@@ -1,6 +1,8 @@
 #include <cmath>
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
+#include "approx.hpp"
 
 #include "common/error.hpp"
 #include "test_work_csv.hpp"
@@ -36,9 +38,9 @@ TEST_CASE("work: Megatron SC'21 Table 1 models match the published shapes and pa
     const double l = m.layers, h = m.hidden;
     const double P = 12 * l * h * h * (1 + 13 / (12 * h) + (51200.0 + 2048.0) / (12 * l * h));
     const ParamCount pc = count_params(m);
-    CHECK(static_cast<double>(pc.total) == doctest::Approx(P + 2 * h).epsilon(1e-15));
+    CHECK(static_cast<double>(pc.total) == approx(P + 2 * h).epsilon(1e-15));
     // The table's column is that count in billions, rounded to 0.1.
-    CHECK(std::round(static_cast<double>(pc.total) / 1e8) / 10 == doctest::Approx(std::stod(r.at("params_billion"))));
+    CHECK(std::round(static_cast<double>(pc.total) / 1e8) / 10 == approx(std::stod(r.at("params_billion"))));
   }
 }
 
@@ -52,13 +54,15 @@ TEST_CASE("work: Llama, Mixtral and GPT-3 parameter counts equal the released ch
   CHECK(count_params(builtin_model("llama3-405b")).total == 405'853'388'800LL);
   CHECK(count_params(builtin_model("mixtral-8x7b")).total == 46'702'792'704LL);
   // Mixtral: 12.9B active parameters per token (Jiang et al.).
-  CHECK(static_cast<double>(count_params(builtin_model("mixtral-8x7b")).active) == doctest::Approx(12.88e9).epsilon(0.01));
+  CHECK(static_cast<double>(count_params(builtin_model("mixtral-8x7b")).active) ==
+        approx(12.88e9).epsilon(0.01));
   // GPT-3 "175B": 174.6B with the 50257-token vocabulary.
-  CHECK(static_cast<double>(count_params(builtin_model("gpt3-175b")).total) == doctest::Approx(174.6e9).epsilon(0.002));
+  CHECK(static_cast<double>(count_params(builtin_model("gpt3-175b")).total) ==
+        approx(174.6e9).epsilon(0.002));
   // DeepSeek-V3 with MLA approximated by MHA: documented ~688B total, 37B-class active.
   const ParamCount ds = count_params(builtin_model("deepseek-v3"));
-  CHECK(static_cast<double>(ds.total) == doctest::Approx(688e9).epsilon(0.01));
-  CHECK(static_cast<double>(ds.active) == doctest::Approx(54e9).epsilon(0.05));
+  CHECK(static_cast<double>(ds.total) == approx(688e9).epsilon(0.01));
+  CHECK(static_cast<double>(ds.active) == approx(54e9).epsilon(0.05));
 }
 
 TEST_CASE("work: model parser rejects unknown fields and bad values with file and JSON path") {
