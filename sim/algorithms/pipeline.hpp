@@ -50,7 +50,7 @@ struct PipeHops {
 };
 
 // paths[c][i]: the route of channel c's hop i. block: bytes per transfer; latency_scale: route
-// latencies (plus overhead_s) a block pays (K for a ring step folding K chunk loops).
+// latencies (plus overhead_s) a block pays.
 PipeHops pipeline_hops(const topologies::Topology& topo,
                        const std::vector<std::vector<topologies::Path>>& paths, double block,
                        double latency_scale, double overhead_s);

@@ -69,6 +69,26 @@ std::vector<double> sub_ring_ends(const topologies::Topology& topo, const Collec
 
 }  // namespace
 
+double later_loops_latency(const std::vector<double>& a, int K, int steps) {
+  const auto n = static_cast<long long>(a.size());
+  // The largest sum of m consecutive edges' latencies around the ring, m >= 1.
+  auto widest = [&](long long m) {
+    std::vector<double> prefix(static_cast<std::size_t>(2 * n) + 1, 0.0);
+    for (long long j = 0; j < 2 * n; ++j)
+      prefix[static_cast<std::size_t>(j + 1)] =
+          prefix[static_cast<std::size_t>(j)] + a[static_cast<std::size_t>(j % n)];
+    const long long turns = m / n;  // whole times around the ring
+    const double whole = prefix[static_cast<std::size_t>(n)] * static_cast<double>(turns);
+    const long long rest = m % n;
+    double best = 0;
+    for (long long p = 0; p < n; ++p)
+      best = std::max(best, prefix[static_cast<std::size_t>(p + rest)] - prefix[static_cast<std::size_t>(p)]);
+    return whole + best;
+  };
+  const long long chain = static_cast<long long>(K) * (steps - 1) + 1;
+  return (widest(chain) - widest(steps)) / steps;
+}
+
 RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
                            int steps, double budget) {
   const int n = static_cast<int>(spec.ranks.size());
@@ -81,7 +101,14 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
       mine.push_back(
           topo.route(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]));
   }
-  const PipeHops ph = pipeline_hops(topo, paths, block, K, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, block, 1, spec.step_overhead_s);
+  for (auto& hc : ph.hops) {
+    std::vector<double> a;
+    a.reserve(hc.size());
+    for (const auto& h : hc) a.push_back(h.a);
+    const double later = later_loops_latency(a, K, steps);
+    for (auto& h : hc) h.a += later;
+  }
   RingPipeline out;
   out.max_t = ph.max_t;
   const PipeHop& first = ph.hops.front().front();
@@ -185,8 +212,12 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     }
 
     if (level == Fidelity::step) {
-      // Flow (i, s) = edge i, step s: all K chunks of the step; the K chunk loops each pay the
-      // step latency, so the flow carries K latencies (the Simulator adds one route latency).
+      // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its own latency (the
+      // Simulator adds the route's) and a share of the later chunk loops' (later_loops_latency).
+      std::vector<double> a;
+      a.reserve(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) a.push_back(routes.latency(src(i), dst(i)) + ovh);
+      const double later = later_loops_latency(a, K, steps);
       auto id = [&](int i, int s) { return base + i * steps + s; };
       for (int i = 0; i < n; ++i) {
         for (int s = 0; s < steps; ++s) {
@@ -194,7 +225,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
           f.src = src(i);
           f.dst = dst(i);
           f.bytes = block;
-          f.extra_latency_s = K * ovh + (K - 1) * routes.latency(f.src, f.dst);
+          f.extra_latency_s = ovh + later;
           f.group = spec.group;
           graph.add_flow(f);
         }
@@ -203,7 +234,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
         const int prev = (i + n - 1) % n;
         for (int s = 1; s < steps; ++s) {
           graph.add_dependency(id(i, s - 1), id(i, s), Dep::sent);  // one step at a time per edge
-          graph.add_dependency(id(prev, s - 1), id(i, s));  // the block arrived from the predecessor
+          graph.add_dependency(id(prev, s - 1), id(i, s));          // the block arrived from the predecessor
         }
       }
       continue;
