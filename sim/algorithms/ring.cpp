@@ -69,14 +69,14 @@ std::vector<double> sub_ring_ends(const topologies::Topology& topo, const Collec
 
 }  // namespace
 
-double later_loops_latency(const std::vector<double>& a, int K, int steps) {
+double chunk_loops_latency_scale(const std::vector<double>& a, int K, int steps) {
   const auto n = static_cast<long long>(a.size());
+  std::vector<double> prefix(static_cast<std::size_t>(2 * n) + 1, 0.0);
+  for (long long j = 0; j < 2 * n; ++j)
+    prefix[static_cast<std::size_t>(j + 1)] =
+        prefix[static_cast<std::size_t>(j)] + a[static_cast<std::size_t>(j % n)];
   // The largest sum of m consecutive edges' latencies around the ring, m >= 1.
   auto widest = [&](long long m) {
-    std::vector<double> prefix(static_cast<std::size_t>(2 * n) + 1, 0.0);
-    for (long long j = 0; j < 2 * n; ++j)
-      prefix[static_cast<std::size_t>(j + 1)] =
-          prefix[static_cast<std::size_t>(j)] + a[static_cast<std::size_t>(j % n)];
     const long long turns = m / n;  // whole times around the ring
     const double whole = prefix[static_cast<std::size_t>(n)] * static_cast<double>(turns);
     const long long rest = m % n;
@@ -85,8 +85,9 @@ double later_loops_latency(const std::vector<double>& a, int K, int steps) {
       best = std::max(best, prefix[static_cast<std::size_t>(p + rest)] - prefix[static_cast<std::size_t>(p)]);
     return whole + best;
   };
-  const long long chain = static_cast<long long>(K) * (steps - 1) + 1;
-  return (widest(chain) - widest(steps)) / steps;
+  const double first = widest(steps);
+  if (!(first > 0)) return 1;  // no latency to scale
+  return widest(static_cast<long long>(K) * (steps - 1) + 1) / first;
 }
 
 RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
@@ -106,8 +107,8 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
     std::vector<double> a;
     a.reserve(hc.size());
     for (const auto& h : hc) a.push_back(h.a);
-    const double later = later_loops_latency(a, K, steps);
-    for (auto& h : hc) h.a += later;
+    const double scale = chunk_loops_latency_scale(a, K, steps);
+    for (auto& h : hc) h.a *= scale;
   }
   RingPipeline out;
   out.max_t = ph.max_t;
@@ -212,12 +213,12 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     }
 
     if (level == Fidelity::step) {
-      // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its own latency (the
-      // Simulator adds the route's) and a share of the later chunk loops' (later_loops_latency).
+      // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its edge's latency scaled
+      // for the K chunk loops (chunk_loops_latency_scale; the Simulator adds one route latency).
       std::vector<double> a;
       a.reserve(static_cast<std::size_t>(n));
       for (int i = 0; i < n; ++i) a.push_back(routes.latency(src(i), dst(i)) + ovh);
-      const double later = later_loops_latency(a, K, steps);
+      const double scale = chunk_loops_latency_scale(a, K, steps);
       auto id = [&](int i, int s) { return base + i * steps + s; };
       for (int i = 0; i < n; ++i) {
         for (int s = 0; s < steps; ++s) {
@@ -225,7 +226,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
           f.src = src(i);
           f.dst = dst(i);
           f.bytes = block;
-          f.extra_latency_s = ovh + later;
+          f.extra_latency_s = scale * ovh + (scale - 1) * routes.latency(f.src, f.dst);
           f.group = spec.group;
           graph.add_flow(f);
         }

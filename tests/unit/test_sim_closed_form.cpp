@@ -162,8 +162,8 @@ TEST_CASE("sim: channels split the bytes and per-step overhead adds per step") {
   FlowGraph g2;
   CHECK(add_collective(g2, topo, spec).chunks == 8);
   CHECK(sim.run(g2).duration_s == approx(30.0 / 16 * GiB / B + (8 * 29 + 1) * alpha).epsilon(1e-6));
-  // The step and edge levels fold the 8 loops of a step into one flow and carry the later loops'
-  // latencies, so they end there too (with each step's 8 latencies in series: 8 x 30 alpha).
+  // The step and edge levels fold the 8 loops of a step into one flow and scale its latency to the
+  // chunk level's chain, so they end there too (with each step's 8 latencies in series: 8 x 30 alpha).
   for (Fidelity level : {Fidelity::step, Fidelity::edge}) {
     spec.fidelity = level;
     FlowGraph g3;
