@@ -57,13 +57,15 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   using Event = std::tuple<double, int, std::size_t, long>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
 
-  // A chain or tree whose hops cross several shared links, within the budget of the max-min solves
-  // (pipeline.hpp, link_sharing.hpp); beyond it, processor sharing of each hop's busiest link.
-  // Rings keep processor sharing: their channels run in lock-step, so the flows on a hop's links
-  // come and go together and the busiest link alone sets the share (the edge level within 0.6% of
-  // the step level, docs/simulator.md).
+  // Hops that cross several shared links, within the budget of the max-min solves (pipeline.hpp,
+  // link_sharing.hpp); beyond it, processor sharing of each hop's busiest link. Rings too: a node
+  // crossing relayed over NVLink to the NIC's GPU shares both the NVLink links of the channels'
+  // flows inside the node and the NIC, and where the two take about as long (4 DGX H100 nodes, 4-32
+  // MiB) processor sharing of the busiest one put the edge level 1.2-1.9% off the step level, max-min
+  // on 0.00% (until the twenty-sixth session rings kept processor sharing, their channels being in
+  // lock-step at the sizes checked then).
   std::optional<LinkSharing> sharing;
-  if (shape != PipeShape::ring && ph.multi_link() &&
+  if (ph.multi_link() &&
       static_cast<double>(F) * count * (static_cast<double>(F) + ph.shared_links) <= kMaxMinBudget)
     sharing.emplace(ph);
   auto schedule = [&](double at, std::size_t e, long version) { events.emplace(at, 3, e, version); };

@@ -2,8 +2,8 @@
 // Internal to sim/algorithms: the step level's pipeline of a ring, chain or tree collective, run
 // outside SimGrid so that the coarse levels (one flow per edge carrying every step or chunk) can
 // end where the fine ones do. Each hop's transfer is its busiest link shared equally by the
-// collective's flows on it at each instant (processor sharing), or, for chains and trees whose hops
-// cross several shared links, all of them max-min fairly (link_sharing.hpp); every other
+// collective's flows on it at each instant (processor sharing), or, for rings, chains and trees whose
+// hops cross several shared links, all of them max-min fairly (link_sharing.hpp); every other
 // collective's contention is left to SimGrid, which moves the coarse flows' bytes.
 #include <vector>
 
@@ -65,7 +65,7 @@ inline constexpr double kPipelineBudget = 4e6;
 // flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
 inline constexpr double kSameFinish = 1e-9;
 
-// A chain or tree whose hops cross several shared links gets them shared max-min fairly (SimGrid's
+// A ring, chain or tree whose hops cross several shared links gets them shared max-min fairly (SimGrid's
 // sharing, link_sharing.hpp) up to this many (block, hop in flight or shared link) visits, the
 // product bounding each block's solve over every hop in flight and link. Measured at the budget's
 // edge: a 1 GiB tree all-reduce on 9 DGX A100 nodes 1.0 s, a 1 GiB NVL72 broadcast 1.4 s (the
