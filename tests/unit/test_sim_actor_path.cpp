@@ -190,10 +190,11 @@ TEST_CASE(
     "sim: ring steps of several chunk loops keep each hop's latency in proportion (DGX H100, 4 nodes)") {
   // 32 GPUs on 8 channels, 64 MiB in 64 KiB chunks: 4 chunk loops a step, 28 NVLink hops (0.6 us)
   // and 4 NIC hops (2.8 us) a ring. The coarse levels scale each hop's latency by the chunk
-  // level's longest chain over a step's (3.93 here): step +2.1%, edge -1.7%, measured. Adding the
-  // later loops' latency to every hop alike instead (2.6 us more on each NVLink hop) ran them
-  // +25% and +5.4%, the channels sharing NVLink links falling into other phases; K latencies a
-  // step, +3.5% and +1.6%. What remains is the gap where a coarse step folds several loops of a
+  // level's longest chain over a step's (3.93 here): step and edge +2.1%, measured (the edge level's
+  // pipeline sharing the relayed crossings' links max-min; processor sharing of the busiest one,
+  // -1.7%). Adding the later loops' latency to every hop alike instead (2.6 us more on each NVLink
+  // hop) ran them +25% and +5.4%, the channels sharing NVLink links falling into other phases; K
+  // latencies a step, +3.5% and +1.6%. What remains is the gap where a coarse step folds several loops of a
   // ring whose hops differ (docs/simulator.md, "Fidelity levels"); NCCL's own chunk sizes give
   // these rings one loop a step up to 256 MiB and 2-16 at 1-4 GiB, within 0.2% there.
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 4);
