@@ -26,7 +26,7 @@ void add_coarse_chains(FlowGraph& graph, const topologies::Topology& topo, const
     for (int i = 0; i < edges; ++i)
       mine.push_back(topo.route(chain[static_cast<std::size_t>(i)], chain[static_cast<std::size_t>(i) + 1]));
   }
-  PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, chunk, spec.step_overhead_s);
   std::vector<std::vector<int>> next(static_cast<std::size_t>(edges));  // hop i feeds hop i+1
   for (int i = 0; i + 1 < edges; ++i) next[static_cast<std::size_t>(i)] = {i + 1};
   ph.feeds.assign(chains.size(), next);

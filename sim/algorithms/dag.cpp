@@ -88,7 +88,7 @@ void add_coarse_dag(FlowGraph& graph, const topologies::Topology& topo, const Co
   for (const auto& [src, dst] : dag.hops) channel_paths.push_back(topo.endpoint_route(src, dst));
   const std::vector<std::vector<topologies::Path>> paths(static_cast<std::size_t>(spec.channels),
                                                          channel_paths);
-  PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, chunk, spec.step_overhead_s);
   ph.feeds.assign(paths.size(), dag.feeds);
   const std::size_t hops = dag.hops.size();
   const bool run = static_cast<double>(hops) * K * static_cast<double>(paths.size()) <= kPipelineBudget;

@@ -46,12 +46,6 @@ LevelCounts level_counts(const topologies::Topology& topo, const CollectiveSpec&
 // Pairs of an alltoall (all_pairs) or a sendrecv ring that PXN relays through another GPU (pxn.hpp).
 long long pxn_relayed_pairs(const topologies::Topology& topo, const CollectiveSpec& spec, bool all_pairs);
 
-// Each channel's end of a ring collective's steps' pipeline (every edge sending block s once it
-// has sent block s-1 and block s-1 of its predecessor has arrived), as the edge level times it,
-// and each channel's bandwidth bound per step (max_t: its slowest hop with every flow on its link
-// active). method: "lock-step" (uniform ring, exact), "pipeline" (run, up to `budget` edge-steps
-// over the channels), "sub-ring" (a longer ring's steady state from its first nodes) or "cycle"
-// (steps x the drifting cycle time, when no node boundary is in reach).
 // The factor on each ring edge's latency (route + step overhead, a[i]) at the step and edge levels,
 // where a step's flow folds its K chunk loops. NCCL loops over chunks outside and steps inside, and
 // a loop's first send waits only for its edge, not for upstream data. So the chunk level's longest
@@ -64,6 +58,12 @@ long long pxn_relayed_pairs(const topologies::Topology& topo, const CollectiveSp
 // + 1 latencies in all for an all-reduce; 1 for K = 1 (NCCL's small calls).
 double chunk_loops_latency_scale(const std::vector<double>& a, int K, int steps);
 
+// Each channel's end of a ring collective's steps' pipeline (every edge sending block s once it
+// has sent block s-1 and block s-1 of its predecessor has arrived), as the edge level times it,
+// and each channel's bandwidth bound per step (max_t: its slowest hop with every flow on its link
+// active). method: "lock-step" (uniform ring, exact), "pipeline" (run, up to `budget` edge-steps
+// over the channels), "sub-ring" (a longer ring's steady state from its first nodes) or "cycle"
+// (steps x the drifting cycle time, when no node boundary is in reach).
 struct RingPipeline {
   std::vector<double> end;
   std::vector<double> max_t;

@@ -182,7 +182,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
 
 PipeHops pipeline_hops(const topologies::Topology& topo,
                        const std::vector<std::vector<topologies::Path>>& paths, double block,
-                       double latency_scale, double overhead_s) {
+                       double overhead_s) {
   std::map<std::pair<int, bool>, int> load;  // (link, forward) -> hops of this collective on it
   for (const auto& channel : paths)
     for (const auto& path : channel)
@@ -216,7 +216,7 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
       }
       if (hop.share > 1)
         hop.link = shared_index.try_emplace(busiest, static_cast<int>(shared_index.size())).first->second;
-      hop.a = latency_scale * (topo.path_latency(path) + overhead_s);
+      hop.a = topo.path_latency(path) + overhead_s;
       out.max_t[c] = std::max(out.max_t[c], t);
       out.hops[c].push_back(hop);
     }

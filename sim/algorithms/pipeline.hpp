@@ -49,11 +49,11 @@ struct PipeHops {
   std::vector<double> max_t;
 };
 
-// paths[c][i]: the route of channel c's hop i. block: bytes per transfer; latency_scale: route
-// latencies (plus overhead_s) a block pays.
+// paths[c][i]: the route of channel c's hop i. block: bytes per transfer; each block pays its
+// route's latency plus overhead_s after it is sent.
 PipeHops pipeline_hops(const topologies::Topology& topo,
                        const std::vector<std::vector<topologies::Path>>& paths, double block,
-                       double latency_scale, double overhead_s);
+                       double overhead_s);
 
 // Collectives up to this many (hop, block) pairs over all channels get their pipeline run in the
 // coarse levels (about 0.35 s per million pairs: a 480-GPU DGX H100 all-reduce on 8 channels).

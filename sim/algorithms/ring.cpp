@@ -102,7 +102,7 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
       mine.push_back(
           topo.route(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]));
   }
-  PipeHops ph = pipeline_hops(topo, paths, block, 1, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
   for (auto& hc : ph.hops) {
     std::vector<double> a;
     a.reserve(hc.size());

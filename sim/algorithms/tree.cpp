@@ -110,7 +110,7 @@ void add_coarse_tree(FlowGraph& graph, const topologies::Topology& topo, const C
     auto& mine = paths.emplace_back();
     for (const auto& [src, dst] : t.hops) mine.push_back(topo.route(src, dst));
   }
-  PipeHops ph = pipeline_hops(topo, paths, chunk, 1, spec.step_overhead_s);
+  PipeHops ph = pipeline_hops(topo, paths, chunk, spec.step_overhead_s);
   for (const auto& t : trees) ph.feeds.push_back(t.feeds);
   const std::size_t hops = trees.front().hops.size();
   struct PendingFlow {
