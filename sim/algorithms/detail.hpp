@@ -58,6 +58,15 @@ long long pxn_relayed_pairs(const topologies::Topology& topo, const CollectiveSp
 // + 1 latencies in all for an all-reduce; 1 for K = 1 (NCCL's small calls).
 double chunk_loops_latency_scale(const std::vector<double>& a, int K, int steps);
 
+// Each channel's factor on its edges' latencies at the step level. Where the latency is the time
+// (a uniform ring) or the chunk loops do not fit `budget`, chunk_loops_latency_scale. Otherwise the
+// factor that makes the steps' pipeline end where the chunk loops' pipeline ends (both run outside
+// SimGrid, pipeline.hpp): in a bandwidth-bound ring the chunk loops hide all but the last loop's
+// latencies behind the bottleneck's bytes, and the K-fold latency of a whole step's flow would be
+// in series with them (forced 64 KiB chunks on 2 DGX H100 nodes: +6% to +15%).
+std::vector<double> step_latency_scales(const topologies::Topology& topo, const CollectiveSpec& spec,
+                                        double block, int K, int steps, double budget = kPipelineBudget);
+
 // Each channel's end of a ring collective's steps' pipeline (every edge sending block s once it
 // has sent block s-1 and block s-1 of its predecessor has arrived), as the edge level times it,
 // and each channel's bandwidth bound per step (max_t: its slowest hop with every flow on its link

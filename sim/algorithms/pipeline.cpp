@@ -89,7 +89,8 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
         at = std::max(at, g.front().second);
         g.pop_front();
       }
-    } else if (block[e] > 0) {  // a ring's first step waits for nothing
+    } else if (block[e] > 0 && (ph.loop == 0 || block[e] % ph.loop != 0)) {
+      // a ring's first step (of each chunk loop) waits for nothing
       if (used[e] == static_cast<int>(inbox[e].size())) return;
       at = std::max(at, inbox[e][static_cast<std::size_t>(used[e]++)]);
     }
@@ -106,7 +107,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
     if (marked != nullptr && b == mark - 1) (*marked)[c] = std::max((*marked)[c], now + h.a);
     // The successors' next block needs this one: a ring's block s feeds step s+1 of the next hop
     // (around the ring), a dag's block k feeds block k of the hops it feeds.
-    if (shape == PipeShape::ring && b < count - 1) {
+    if (shape == PipeShape::ring && b < count - 1 && (ph.loop == 0 || (b + 1) % ph.loop != 0)) {
       const std::size_t next = c * n + (i + 1) % n;
       inbox[next].push_back(now + h.a);
       try_start(next);
@@ -226,12 +227,8 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
   return out;
 }
 
-std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count) {
-  // Sibling groups (the data-parallel rings of a training job, one per tensor-parallel rank) have
-  // the same hops and link numbers, so their pipeline is run once.
-  static std::map<std::vector<double>, std::vector<std::vector<double>>> cache;
-  std::vector<double> key{static_cast<double>(shape), static_cast<double>(count),
-                          static_cast<double>(hops.links)};
+std::vector<double> pipeline_key(const PipeHops& hops) {
+  std::vector<double> key{static_cast<double>(hops.links), static_cast<double>(hops.loop)};
   for (const auto& channel : hops.feeds) {
     key.push_back(-2);  // a dag's structure
     for (const auto& f : channel) {
@@ -247,6 +244,16 @@ std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeSha
       for (const auto& u : h.uses) key.insert(key.end(), {static_cast<double>(u.link), u.t});
     }
   }
+  return key;
+}
+
+std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count) {
+  // Sibling groups (the data-parallel rings of a training job, one per tensor-parallel rank) have
+  // the same hops and link numbers, so their pipeline is run once.
+  static std::map<std::vector<double>, std::vector<std::vector<double>>> cache;
+  std::vector<double> key{static_cast<double>(shape), static_cast<double>(count)};
+  const std::vector<double> rest = pipeline_key(hops);
+  key.insert(key.end(), rest.begin(), rest.end());
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the run
   return cache.emplace(std::move(key), run_pipeline(hops, shape, count)).first->second;

@@ -39,6 +39,10 @@ struct PipeHops {
   // their own block k (a chain's next hop; a tree's reduction waits for every child, its broadcast
   // for the parent).
   std::vector<std::vector<std::vector<int>>> feeds;
+  // PipeShape::ring: the blocks come in loops of this many steps, as NCCL's chunk loops (every
+  // step of chunk loop k, then every step of loop k + 1): a loop's first block waits only for the
+  // hop's previous block, not for the predecessor. 0: one loop of all the blocks.
+  int loop = 0;
   // Whether a hop crosses two or more links that other flows of the collective share.
   bool multi_link() const {
     for (const auto& channel : hops)
@@ -74,7 +78,7 @@ inline constexpr double kSameFinish = 1e-9;
 inline constexpr double kMaxMinBudget = 1e9;
 
 enum class PipeShape {
-  ring,  // hop i's block s waits for hop i-1's block s-1 (mod n); count = steps
+  ring,  // hop i's block s waits for hop i-1's block s-1 (mod n), except a loop's first; count = steps
   // hop i's block k waits for block k of each hop that feeds it (PipeHops::feeds: a chain's hop i
   // feeds hop i+1, a tree's reduction waits for every child); count = chunks
   dag,
@@ -85,6 +89,10 @@ enum class PipeShape {
 // one block at a time. Runs about 0.35 s per million (hop, block) pairs; results are cached for
 // sibling groups of the same shape.
 std::vector<std::vector<double>> pipeline_hop_ends(const PipeHops& hops, PipeShape shape, int count);
+
+// Everything about the hops that a pipeline run depends on (link numbers, loops, feeds, each hop's
+// times, sharing and latency): equal keys, equal runs. For caches of results derived from runs.
+std::vector<double> pipeline_key(const PipeHops& hops);
 
 // A dag's hop ends for channel c beyond the pipeline budget: the longest path to each hop's first
 // block's arrival over uncontended block times (t0 + a), plus K - 1 of the channel's slowest shared

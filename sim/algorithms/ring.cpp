@@ -3,6 +3,7 @@
 // sends one block of S/(n*channels) bytes to its successor, cut into pipeline chunks.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <vector>
 
 #include "sim/algorithms/detail.hpp"
@@ -71,6 +72,7 @@ std::vector<double> sub_ring_ends(const topologies::Topology& topo, const Collec
 
 double chunk_loops_latency_scale(const std::vector<double>& a, int K, int steps) {
   const auto n = static_cast<long long>(a.size());
+  if (n == 0) return 1;  // no edge, no latency
   std::vector<double> prefix(static_cast<std::size_t>(2 * n) + 1, 0.0);
   for (long long j = 0; j < 2 * n; ++j)
     prefix[static_cast<std::size_t>(j + 1)] =
@@ -90,8 +92,11 @@ double chunk_loops_latency_scale(const std::vector<double>& a, int K, int steps)
   return widest(static_cast<long long>(K) * (steps - 1) + 1) / first;
 }
 
-RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
-                           int steps, double budget) {
+namespace {
+
+// Each channel's ring: the route of every edge.
+std::vector<std::vector<topologies::Path>> ring_paths(const topologies::Topology& topo,
+                                                      const CollectiveSpec& spec) {
   const int n = static_cast<int>(spec.ranks.size());
   std::vector<std::vector<topologies::Path>> paths(static_cast<std::size_t>(spec.channels));
   for (int c = 0; c < spec.channels; ++c) {
@@ -102,32 +107,124 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
       mine.push_back(
           topo.route(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]));
   }
-  PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
+  return paths;
+}
+
+// Each channel's edge latencies scaled for its K chunk loops (chunk_loops_latency_scale); returns
+// the scales.
+std::vector<double> scale_for_chunk_loops(PipeHops& ph, int K, int steps) {
+  std::vector<double> scales;
   for (auto& hc : ph.hops) {
     std::vector<double> a;
     a.reserve(hc.size());
     for (const auto& h : hc) a.push_back(h.a);
-    const double scale = chunk_loops_latency_scale(a, K, steps);
-    for (auto& h : hc) h.a *= scale;
+    scales.push_back(chunk_loops_latency_scale(a, K, steps));
+    for (auto& h : hc) h.a *= scales.back();
   }
-  RingPipeline out;
-  out.max_t = ph.max_t;
+  return scales;
+}
+
+// Every hop of every channel the same: all flows of a step start together.
+bool uniform_hops(const PipeHops& ph) {
   const PipeHop& first = ph.hops.front().front();
-  bool uniform = true;  // every hop of every channel the same: all flows of a step start together
+  bool uniform = true;
   for (const auto& hc : ph.hops)
     for (const auto& h : hc)
       uniform = uniform && h.t0 == first.t0 && h.share == first.share && h.a == first.a;
+  return uniform;
+}
+
+// Each channel's end of the ring's K chunk loops run as the chunk level runs them (K x steps
+// chunks of block / K on every edge, every step of loop k before loop k + 1, a loop's first step
+// waiting only for its edge), outside SimGrid; nothing when K = 1 or beyond `budget` edge-chunks.
+std::vector<double> chunk_loop_ends(const topologies::Topology& topo, const CollectiveSpec& spec,
+                                    const std::vector<std::vector<topologies::Path>>& paths, double block,
+                                    int K, int steps, double budget) {
+  const double pairs = static_cast<double>(spec.ranks.size()) * steps * K * static_cast<double>(paths.size());
+  if (K <= 1 || pairs > budget) return {};
+  PipeHops ph = pipeline_hops(topo, paths, block / K, spec.step_overhead_s);
+  ph.loop = steps;
+  std::vector<double> out;
+  for (const auto& e : pipeline_hop_ends(ph, PipeShape::ring, K * steps))
+    out.push_back(*std::max_element(e.begin(), e.end()));
+  return out;
+}
+
+// Bisections of the step level's latency scale (step_latency_scales): each runs the steps'
+// pipeline once; 2^-24 of the range (one to the chunk_loops_latency_scale, K for a uniform ring).
+constexpr int kScaleBisections = 24;
+
+}  // namespace
+
+std::vector<double> step_latency_scales(const topologies::Topology& topo, const CollectiveSpec& spec,
+                                        double block, int K, int steps, double budget) {
+  if (K <= 1) return std::vector<double>(static_cast<std::size_t>(spec.channels), 1.0);  // one loop a step
+  const auto paths = ring_paths(topo, spec);
+  PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
+  const PipeHops unscaled = ph;
+  std::vector<double> scales = scale_for_chunk_loops(ph, K, steps);
+  if (uniform_hops(ph)) return scales;  // exact (chunk_loops_latency_scale)
+  const double step_pairs =
+      static_cast<double>(spec.ranks.size()) * steps * static_cast<double>(paths.size());
+  if (step_pairs * (K + kScaleBisections) > budget) return scales;
+  // The data-parallel groups of a training job (one per tensor-parallel rank) repeat the same
+  // rings: bisect once.
+  static std::map<std::vector<double>, std::vector<double>> cache;
+  std::vector<double> key{static_cast<double>(K), static_cast<double>(steps)};
+  const std::vector<double> hops_key = pipeline_key(unscaled);
+  key.insert(key.end(), hops_key.begin(), hops_key.end());
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the bisection
+  auto& result = cache[key];
+  const std::vector<double> chunk_end = chunk_loop_ends(topo, spec, paths, block, K, steps, budget);
+  const double target = *std::max_element(chunk_end.begin(), chunk_end.end());
+  // The steps' pipeline end with every edge's latency times `scale`: it rises with the scale.
+  auto step_end = [&](double scale) {
+    PipeHops scaled = unscaled;
+    for (auto& hc : scaled.hops)
+      for (auto& h : hc) h.a *= scale;
+    const auto ends = pipeline_channel_ends(scaled, PipeShape::ring, steps, steps).at_count;
+    return *std::max_element(ends.begin(), ends.end());
+  };
+  double lo = 1, hi = *std::max_element(scales.begin(), scales.end());
+  if (step_end(lo) >= target) {
+    hi = 1;
+  } else {
+    while (step_end(hi) < target && hi < static_cast<double>(K) * steps) hi *= 2;
+    for (int it = 0; it < kScaleBisections; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (step_end(mid) < target ? lo : hi) = mid;
+    }
+  }
+  result.assign(scales.size(), hi);
+  return result;
+}
+
+RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpec& spec, double block, int K,
+                           int steps, double budget) {
+  const int n = static_cast<int>(spec.ranks.size());
+  const auto paths = ring_paths(topo, spec);
+  PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
+  scale_for_chunk_loops(ph, K, steps);
+  RingPipeline out;
+  out.max_t = ph.max_t;
+  const PipeHop& first = ph.hops.front().front();
   // A uniform ring (one node, an NVL72 domain, one GPU per node) runs in lock-step: every step
   // takes share x t0 + a, and that is its pipeline's end exactly. Otherwise run the pipeline: from
   // every edge sending its first block at time 0 it has a transient (the bottleneck edge's last
   // arrival in a bandwidth-bound ring, where the critical path collects the most latency in a
   // latency-bound one, channels sharing a link in lock-step for their first steps), and the
   // drifting channels settle into phases that share a link less than random phases would.
-  if (uniform) {
+  if (uniform_hops(ph)) {
     out.end.assign(ph.hops.size(), steps * (first.t0 * first.share + first.a));
     out.method = "lock-step";
     return out;
   }
+  // Chunk loops that fit the budget run as they are: the step level's single flow per step cannot
+  // hide a loop's latency behind the other loops' bytes as the chunks do.
+  out.end = chunk_loop_ends(topo, spec, paths, block, K, steps, budget);
+  out.method = "chunk loops";
+  if (!out.end.empty()) return out;
   if (static_cast<double>(n) * steps * static_cast<double>(ph.hops.size()) <= budget) {
     for (const auto& e : pipeline_hop_ends(ph, PipeShape::ring, steps))
       out.end.push_back(*std::max_element(e.begin(), e.end()));
@@ -175,6 +272,8 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
   // The edge flows' latency: the steps' pipeline end minus the bytes' time with every flow on the
   // bottleneck link active, which SimGrid's sharing of the edge flows gives.
   std::vector<double> edge_latency;
+  std::vector<double> step_scales;
+  if (level == Fidelity::step) step_scales = step_latency_scales(topo, spec, block, K, steps);
   if (level == Fidelity::edge) {
     const RingPipeline pipe = ring_pipeline(topo, spec, block, K, steps);
     for (std::size_t c = 0; c < pipe.end.size(); ++c)
@@ -215,10 +314,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     if (level == Fidelity::step) {
       // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its edge's latency scaled
       // for the K chunk loops (chunk_loops_latency_scale; the Simulator adds one route latency).
-      std::vector<double> a;
-      a.reserve(static_cast<std::size_t>(n));
-      for (int i = 0; i < n; ++i) a.push_back(routes.latency(src(i), dst(i)) + ovh);
-      const double scale = chunk_loops_latency_scale(a, K, steps);
+      const double scale = step_scales[static_cast<std::size_t>(c)];
       auto id = [&](int i, int s) { return base + i * steps + s; };
       for (int i = 0; i < n; ++i) {
         for (int s = 0; s < steps; ++s) {

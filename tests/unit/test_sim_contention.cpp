@@ -83,8 +83,8 @@ TEST_CASE("sim: chunk step and edge fidelity agree within 1 percent on a heterog
       CAPTURE(to_string(op));
       CAPTURE(S);
       // At 64 KiB a ring step holds 4 chunk loops of 1 KiB and the time is latency: the coarse
-      // levels scale each edge's latency by the chunk level's longest chain over a step's
-      // (chunk_loops_latency_scale); with K latencies a step, in series, 7.5-12.5% slow.
+      // levels end where the loops' own pipeline ends (step_latency_scales, ring_pipeline), the
+      // chunk level's longest chain of latencies; with K latencies a step, in series, 7.5-12.5% slow.
       CHECK(t[1] == approx(t[0]).epsilon(0.01));
       CHECK(t[2] == approx(t[0]).epsilon(0.01));
     }
