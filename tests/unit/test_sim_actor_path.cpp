@@ -167,22 +167,33 @@ TEST_CASE("sim: a chain's step level follows its chunk level through NVSwitch po
   // take different orders the two ports carry different flows. Sharing only the busiest of the two
   // links (processor sharing, one queue per link) was -20% at 1 MiB and -17% at 4 MiB; the blocks
   // in flight sharing both max-min fairly (link_sharing.cpp), as SimGrid shares the chunk level's
-  // flows, follow it within 1.5% (1.3% for the broadcast at 16 MiB; the chunk level itself moves by
-  // up to 0.5% with the simulated clock at which it starts).
+  // flows, follow it: within 0.24% where each call runs alone in its process (`collective
+  // --profile none --cluster gb200-nvl72 --nodes 18 --op broadcast|reduce --channels 4
+  // --chunk-bytes 512K`), within 0.76% here, the chunk level moving with the runs before it (the
+  // broadcast at 16 MiB 158.12 us alone, 156.96 us after the smaller sizes). Interleaving the levels
+  // moved it more (1.3% off at 16 MiB): every chunk level runs first.
   const auto spec = topologies::load_cluster("gb200-nvl72");
   const auto topo = topologies::build_topology(spec, 18);
   REQUIRE(topo.gpu_count() == 72);
   sim::Simulator simulator(topo);
-  for (const auto op : {sim::CollectiveOp::broadcast, sim::CollectiveOp::reduce}) {
-    for (const double mib : {1.0, 4.0, 16.0, 64.0}) {
-      const double chunk =
-          whole_topology_time(simulator, topo, op, mib, 4, 512.0 * 1024, sim::Fidelity::chunk);
+  const auto ops = {sim::CollectiveOp::broadcast, sim::CollectiveOp::reduce};
+  const auto sizes_mib = {1.0, 4.0, 16.0, 64.0};
+  std::vector<double> chunk;
+  for (const auto op : ops)
+    for (const double mib : sizes_mib)
+      chunk.push_back(whole_topology_time(simulator, topo, op, mib, 4, 512.0 * 1024, sim::Fidelity::chunk));
+  std::size_t i = 0;
+  for (const auto op : ops) {
+    for (const double mib : sizes_mib) {
       const double step = whole_topology_time(simulator, topo, op, mib, 4, 512.0 * 1024, sim::Fidelity::step);
       const double edge = whole_topology_time(simulator, topo, op, mib, 4, 512.0 * 1024, sim::Fidelity::edge);
       CAPTURE(sim::to_string(op));
       CAPTURE(mib);
-      CHECK(step == approx(chunk).epsilon(0.015));
-      CHECK(edge == approx(chunk).epsilon(0.015));
+      MESSAGE(fmt::format("{} {} MiB: chunk {:.3f} us, step {:+.3f}%, edge {:+.3f}%", sim::to_string(op), mib,
+                          chunk[i] * 1e6, 100 * (step / chunk[i] - 1), 100 * (edge / chunk[i] - 1)));
+      CHECK(step == approx(chunk[i]).epsilon(0.01));
+      CHECK(edge == approx(chunk[i]).epsilon(0.01));
+      ++i;
     }
   }
 }
