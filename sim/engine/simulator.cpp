@@ -77,6 +77,8 @@ struct Simulator::Impl {
   std::vector<double> group_end_s;
   std::vector<FlowRecord>* records = nullptr;
   long long finished = 0;
+  long long maestro_in_flight = 0;  // comms the maestro started that have not completed
+  long long maestro_limit = 0;      // Simulator::set_maestro_comms_limit
   double t0 = 0;
 
   void launch(int id, double now);
@@ -252,6 +254,28 @@ void Simulator::Impl::start_transfer(int id) {
     simgrid::kernel::timer::Timer::set(now, [this, id] { sent(id); });
     return;
   }
+  if (maestro_in_flight >= maestro_limit) {
+    // The maestro's list of comms is long (launch_roots_with_actors): this flow goes as a mailbox
+    // comm between two actors of its own, a sender on its source GPU and a receiver on its
+    // destination, both started at this date (the comm is listed on them alone). The receiver
+    // takes whichever comm to its GPU comes first; only the sender's comm carries the flow id, and
+    // SimGrid reports it inside the sender's wait, handed over to the maestro as the roots' are.
+    by_actor[static_cast<std::size_t>(id)] = true;
+    auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
+    simgrid::s4u::Actor::create("rx", zone->host(f.dst), [box] {
+      void* tag = nullptr;
+      box->get_async<void>(&tag)->wait();
+    });
+    simgrid::s4u::Actor::create("tx", zone->host(f.src), [box, id, bytes] {
+      void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
+      auto comm = box->put_init(tag, bytes);
+      comm->set_data(tag);
+      comm->start();
+      comm->wait();
+    });
+    return;
+  }
+  ++maestro_in_flight;
   auto comm = simgrid::s4u::Comm::sendto_init(zone->host(f.src), zone->host(f.dst));
   comm->set_payload_size(bytes);
   comm->set_data(reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1));
@@ -321,6 +345,7 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
     auto& slot = impl->live[static_cast<std::size_t>(id)];
     impl->graveyard.push_back(std::move(slot));
     slot = nullptr;
+    if (!impl->by_actor[static_cast<std::size_t>(id)]) --impl->maestro_in_flight;
     if (impl->by_actor[static_cast<std::size_t>(id)]) {
       // Reported inside the sender actor's wait_any. Comms that sent() starts from here would
       // belong to that actor, and SimGrid reports the completion of actor-owned host-to-host comms
@@ -362,6 +387,8 @@ RunResult Simulator::run(const FlowGraph& graph, bool record_flows) {
   s.records = record_flows ? &records : nullptr;
   if (record_flows) records.reserve(n);
   s.finished = 0;
+  s.maestro_in_flight = 0;
+  s.maestro_limit = maestro_comms_limit_;
   s.t0 = simgrid::s4u::Engine::get_clock();
   for (auto& g : s.group_end_s) g = s.t0;
   // Flows a fold carries start with their fold's comm, not on their own.

@@ -1,6 +1,7 @@
 // The Simulator starts large batches of independent flows from SimGrid actors (mailbox comms)
-// instead of host-to-host comms, to avoid SimGrid 3.32's per-completion list scan. Both paths
-// must give the same times: this runs the same collectives both ways in the same process.
+// instead of host-to-host comms, and flows that become ready while many comms are in flight from
+// an actor pair each, to avoid SimGrid 3.32's per-completion list scan. Every path must give the
+// same times: this runs the same collectives each way in the same process.
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -39,22 +40,33 @@ TEST_CASE("sim: actor-started flows time exactly like host-to-host flows") {
     }
 
     simulator.set_actor_threshold(1'000'000'000);  // host-to-host comms only
+    simulator.set_maestro_comms_limit(1'000'000'000);
     const auto direct = simulator.run(graph, true);
-    simulator.set_actor_threshold(1);  // every ready flow through actors
+    simulator.set_actor_threshold(1);  // every flow ready at the start through actors
     const auto actors = simulator.run(graph, true);
+    simulator.set_actor_threshold(1'000'000'000);
+    simulator.set_maestro_comms_limit(0);  // every flow ready later through an actor pair
+    const auto pairs = simulator.run(graph, true);
+    simulator.set_maestro_comms_limit(1024);
 
-    CHECK(actors.duration_s == approx(direct.duration_s).epsilon(1e-12));
-    REQUIRE(actors.flows.size() == direct.flows.size());
-    REQUIRE(actors.flows.size() == static_cast<std::size_t>(graph.size()));
     // Records are in completion order; compare per flow id.
-    std::vector<double> end_direct(direct.flows.size()), end_actors(actors.flows.size());
-    for (const auto& f : direct.flows) end_direct[static_cast<std::size_t>(f.id)] = f.end_s;
-    for (const auto& f : actors.flows) end_actors[static_cast<std::size_t>(f.id)] = f.end_s;
-    int mismatches = 0;
-    for (std::size_t i = 0; i < end_direct.size(); ++i) {
-      if (end_actors[i] != approx(end_direct[i]).epsilon(1e-12)) ++mismatches;
+    auto ends = [](const sim::RunResult& r) {
+      std::vector<double> end(r.flows.size());
+      for (const auto& f : r.flows) end[static_cast<std::size_t>(f.id)] = f.end_s;
+      return end;
+    };
+    const std::vector<double> end_direct = ends(direct);
+    REQUIRE(direct.flows.size() == static_cast<std::size_t>(graph.size()));
+    for (const auto* other : {&actors, &pairs}) {
+      CHECK(other->duration_s == approx(direct.duration_s).epsilon(1e-12));
+      REQUIRE(other->flows.size() == direct.flows.size());
+      const std::vector<double> end_other = ends(*other);
+      int mismatches = 0;
+      for (std::size_t i = 0; i < end_direct.size(); ++i) {
+        if (end_other[i] != approx(end_direct[i]).epsilon(1e-12)) ++mismatches;
+      }
+      CHECK(mismatches == 0);
     }
-    CHECK(mismatches == 0);
   }
 }
 
