@@ -224,8 +224,9 @@ namespace {
 // 1.8% with the runs before it in the process (on 4 nodes at 64 MiB: 347.8 us alone, 354.1 us after
 // the 16 MiB call), how the channels sharing NVLink links fall into phase, and the step level as
 // much with its latency scale's last bits (+1.3% at 2^-24 of the bisection's range, +0.01% at
-// 2^-40); the edge level's pipeline run is exact. So 1% where the chunk level is steady (2 nodes),
-// its own spread on 4.
+// 2^-40, which it uses); the edge level's pipeline run is exact. So 1% where the chunk level is
+// steady (2 nodes), its own spread on 4 (measured within 0.1%; another compiler's rounding may put
+// the channels into other phases).
 void check_chunk_loops(int nodes, int channels, const std::vector<double>& sizes_mib, double tolerance) {
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), nodes);
   sim::Simulator simulator(topo);
