@@ -66,7 +66,7 @@ std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shap
   // lock-step at the sizes checked then).
   std::optional<LinkSharing> sharing;
   if (ph.multi_link() &&
-      static_cast<double>(F) * count * (static_cast<double>(F) + ph.shared_links) <= kMaxMinBudget)
+      static_cast<double>(F) * count * (static_cast<double>(F) + ph.shared_links) <= ph.max_min_budget)
     sharing.emplace(ph);
   auto schedule = [&](double at, std::size_t e, long version) { events.emplace(at, 3, e, version); };
   auto advance = [](Link& l, double now) {
@@ -228,7 +228,8 @@ PipeHops pipeline_hops(const topologies::Topology& topo,
 }
 
 std::vector<double> pipeline_key(const PipeHops& hops) {
-  std::vector<double> key{static_cast<double>(hops.links), static_cast<double>(hops.loop)};
+  std::vector<double> key{static_cast<double>(hops.links), static_cast<double>(hops.loop),
+                          hops.max_min_budget};
   for (const auto& channel : hops.feeds) {
     key.push_back(-2);  // a dag's structure
     for (const auto& f : channel) {

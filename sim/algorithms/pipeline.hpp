@@ -11,6 +11,21 @@
 
 namespace commstack::sim::detail {
 
+// A ring, chain or tree whose hops cross several shared links gets them shared max-min fairly (SimGrid's
+// sharing, link_sharing.hpp) up to this many (block, hop in flight or shared link) visits, the
+// product bounding each block's solve over every hop in flight and link. Measured at the budget's
+// edge: a 1 GiB tree all-reduce on 9 DGX A100 nodes 1.0 s, a 1 GiB NVL72 broadcast 1.4 s (the
+// chunk level's 2.0 s). Beyond it, processor sharing of each hop's busiest link (within 0.5% of
+// the chunk level at 1 GiB on NVL72, 5 B200 and 7 A100 nodes with one tree per channel).
+inline constexpr double kMaxMinBudget = 1e9;
+// A ring's chunk loops (PipeHops::loop) solve the sharing far less often per (block, hop) than a
+// chain's: the channels' blocks start and end together, one solve an instant for all. Measured at
+// about 5e9: 16 DGX H100 nodes, 1 GiB in 70 KiB chunks (15 loops a step), 2.2 s against 1.7 s with
+// processor sharing of the busiest link and 25 s at the chunk level; edge level +0.20% against the
+// chunk level (processor sharing -2.1%). The same budget for chains took a 16-node 1 GiB broadcast's
+// edge level to 16 s.
+inline constexpr double kRingLoopsMaxMinBudget = 1e10;
+
 // One hop of a channel: one block's transfer time alone on the hop's busiest link (t0), the flows
 // of this collective on that link per direction (share), the latency each block pays after it is
 // sent (a), and that link's index among the collective's shared links (-1: no other flow on it).
@@ -43,6 +58,8 @@ struct PipeHops {
   // step of chunk loop k, then every step of loop k + 1): a loop's first block waits only for the
   // hop's previous block, not for the predecessor. 0: one loop of all the blocks.
   int loop = 0;
+  // The max-min sharing's budget for this run (kMaxMinBudget, or kRingLoopsMaxMinBudget).
+  double max_min_budget = kMaxMinBudget;
   // Whether a hop crosses two or more links that other flows of the collective share.
   bool multi_link() const {
     for (const auto& channel : hops)
@@ -68,14 +85,6 @@ inline constexpr double kPipelineBudget = 4e6;
 // let the first one leave first and come back earlier at every step (3x the gap per step with 4
 // flows), an instability of the arithmetic; SimGrid ends actions within its precision together.
 inline constexpr double kSameFinish = 1e-9;
-
-// A ring, chain or tree whose hops cross several shared links gets them shared max-min fairly (SimGrid's
-// sharing, link_sharing.hpp) up to this many (block, hop in flight or shared link) visits, the
-// product bounding each block's solve over every hop in flight and link. Measured at the budget's
-// edge: a 1 GiB tree all-reduce on 9 DGX A100 nodes 1.0 s, a 1 GiB NVL72 broadcast 1.4 s (the
-// chunk level's 2.0 s). Beyond it, processor sharing of each hop's busiest link (within 0.5% of
-// the chunk level at 1 GiB on NVL72, 5 B200 and 7 A100 nodes with one tree per channel).
-inline constexpr double kMaxMinBudget = 1e9;
 
 enum class PipeShape {
   ring,  // hop i's block s waits for hop i-1's block s-1 (mod n), except a loop's first; count = steps

@@ -144,6 +144,7 @@ std::vector<double> chunk_loop_ends(const topologies::Topology& topo, const Coll
   if (K <= 1 || pairs > budget) return {};
   PipeHops ph = pipeline_hops(topo, paths, block / K, spec.step_overhead_s);
   ph.loop = steps;
+  ph.max_min_budget = kRingLoopsMaxMinBudget;
   std::vector<double> out;
   for (const auto& e : pipeline_hop_ends(ph, PipeShape::ring, K * steps))
     out.push_back(*std::max_element(e.begin(), e.end()));
