@@ -170,7 +170,8 @@ std::vector<double> step_latency_scales(const topologies::Topology& topo, const 
   if (uniform_hops(ph)) return scales;  // exact (chunk_loops_latency_scale)
   const double step_pairs =
       static_cast<double>(spec.ranks.size()) * steps * static_cast<double>(paths.size());
-  if (step_pairs * (K + kScaleBisections) > budget) return scales;
+  // The loops' run (the edge level's) and the bisection's runs of the steps, each within the budget.
+  if (step_pairs * K > budget || step_pairs * kScaleBisections > budget) return scales;
   // The data-parallel groups of a training job (one per tensor-parallel rank) repeat the same
   // rings: bisect once.
   static std::map<std::vector<double>, std::vector<double>> cache;
