@@ -318,7 +318,7 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
 
     if (level == Fidelity::step) {
       // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its edge's latency scaled
-      // for the K chunk loops (chunk_loops_latency_scale; the Simulator adds one route latency).
+      // for the K chunk loops (step_latency_scales; the Simulator adds one route latency).
       const double scale = step_scales[static_cast<std::size_t>(c)];
       auto id = [&](int i, int s) { return base + i * steps + s; };
       for (int i = 0; i < n; ++i) {
