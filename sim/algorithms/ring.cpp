@@ -110,18 +110,22 @@ std::vector<std::vector<topologies::Path>> ring_paths(const topologies::Topology
   return paths;
 }
 
-// Each channel's edge latencies scaled for its K chunk loops (chunk_loops_latency_scale); returns
-// the scales.
-std::vector<double> scale_for_chunk_loops(PipeHops& ph, int K, int steps) {
+// Each channel's chunk_loops_latency_scale for its K chunk loops.
+std::vector<double> chunk_loops_scales(const PipeHops& ph, int K, int steps) {
   std::vector<double> scales;
-  for (auto& hc : ph.hops) {
+  for (const auto& hc : ph.hops) {
     std::vector<double> a;
     a.reserve(hc.size());
     for (const auto& h : hc) a.push_back(h.a);
     scales.push_back(chunk_loops_latency_scale(a, K, steps));
-    for (auto& h : hc) h.a *= scales.back();
   }
   return scales;
+}
+
+// Every hop's latency of channel c times scales[c].
+void scale_latencies(PipeHops& ph, const std::vector<double>& scales) {
+  for (std::size_t c = 0; c < ph.hops.size(); ++c)
+    for (auto& h : ph.hops[c]) h.a *= scales[c];
 }
 
 // Every hop of every channel the same: all flows of a step start together.
@@ -164,9 +168,8 @@ std::vector<double> step_latency_scales(const topologies::Topology& topo, const 
                                         double block, int K, int steps, double budget) {
   if (K <= 1) return std::vector<double>(static_cast<std::size_t>(spec.channels), 1.0);  // one loop a step
   const auto paths = ring_paths(topo, spec);
-  PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
-  const PipeHops unscaled = ph;
-  std::vector<double> scales = scale_for_chunk_loops(ph, K, steps);
+  const PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
+  std::vector<double> scales = chunk_loops_scales(ph, K, steps);
   if (uniform_hops(ph)) return scales;  // exact (chunk_loops_latency_scale)
   const double step_pairs =
       static_cast<double>(spec.ranks.size()) * steps * static_cast<double>(paths.size());
@@ -176,7 +179,7 @@ std::vector<double> step_latency_scales(const topologies::Topology& topo, const 
   // rings: bisect once.
   static std::map<std::vector<double>, std::vector<double>> cache;
   std::vector<double> key{static_cast<double>(K), static_cast<double>(steps)};
-  const std::vector<double> hops_key = pipeline_key(unscaled);
+  const std::vector<double> hops_key = pipeline_key(ph);
   key.insert(key.end(), hops_key.begin(), hops_key.end());
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= 64) cache.clear();  // bounded memory; a miss only costs the bisection
@@ -185,9 +188,8 @@ std::vector<double> step_latency_scales(const topologies::Topology& topo, const 
   const double target = *std::max_element(chunk_end.begin(), chunk_end.end());
   // The steps' pipeline end with every edge's latency times `scale`: it rises with the scale.
   auto step_end = [&](double scale) {
-    PipeHops scaled = unscaled;
-    for (auto& hc : scaled.hops)
-      for (auto& h : hc) h.a *= scale;
+    PipeHops scaled = ph;
+    scale_latencies(scaled, std::vector<double>(scales.size(), scale));
     const auto ends = pipeline_channel_ends(scaled, PipeShape::ring, steps, steps).at_count;
     return *std::max_element(ends.begin(), ends.end());
   };
@@ -210,7 +212,7 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
   const int n = static_cast<int>(spec.ranks.size());
   const auto paths = ring_paths(topo, spec);
   PipeHops ph = pipeline_hops(topo, paths, block, spec.step_overhead_s);
-  scale_for_chunk_loops(ph, K, steps);
+  scale_latencies(ph, chunk_loops_scales(ph, K, steps));
   RingPipeline out;
   out.max_t = ph.max_t;
   const PipeHop& first = ph.hops.front().front();

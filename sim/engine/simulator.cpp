@@ -25,6 +25,12 @@
 namespace commstack::sim {
 namespace {
 
+// The mailbox every actor-started comm to a GPU goes through (roots and actor pairs alike): any
+// receive posted there is on that GPU's host, so which one meets a send does not change its route.
+simgrid::s4u::Mailbox* receive_box(int gpu) {
+  return simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
+}
+
 // SimGrid 3.32 cannot start a second engine in a process, even after the first one is gone.
 std::atomic<bool> g_simulator_created{false};
 
@@ -132,7 +138,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
         "gpu" + std::to_string(gpu), zone->host(gpu),
         [this, gpu, mine = std::move(entry.second.sends), expected = entry.second.receives] {
           // Receives first, so no send waits on a receiver that has not posted yet.
-          auto* own = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
+          auto* own = receive_box(gpu);
           std::vector<simgrid::s4u::CommPtr> gets;
           std::vector<void*> received(static_cast<std::size_t>(expected), nullptr);  // the senders' tags
           gets.reserve(received.size());
@@ -142,7 +148,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
           for (int id : mine) {
             const Flow& f = graph->flow(id);
             start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
-            auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
+            auto* box = receive_box(f.dst);
             // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
             void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
             auto comm = box->put_init(tag, payload(id));
@@ -261,7 +267,7 @@ void Simulator::Impl::start_transfer(int id) {
     // takes whichever comm to its GPU comes first; only the sender's comm carries the flow id, and
     // SimGrid reports it inside the sender's wait, handed over to the maestro as the roots' are.
     by_actor[static_cast<std::size_t>(id)] = true;
-    auto* box = simgrid::s4u::Mailbox::by_name("rx" + std::to_string(f.dst));
+    auto* box = receive_box(f.dst);
     simgrid::s4u::Actor::create("rx", zone->host(f.dst), [box] {
       void* tag = nullptr;
       box->get_async<void>(&tag)->wait();
@@ -345,7 +351,6 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
     auto& slot = impl->live[static_cast<std::size_t>(id)];
     impl->graveyard.push_back(std::move(slot));
     slot = nullptr;
-    if (!impl->by_actor[static_cast<std::size_t>(id)]) --impl->maestro_in_flight;
     if (impl->by_actor[static_cast<std::size_t>(id)]) {
       // Reported inside the sender actor's wait_any. Comms that sent() starts from here would
       // belong to that actor, and SimGrid reports the completion of actor-owned host-to-host comms
@@ -353,6 +358,7 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
       simgrid::kernel::timer::Timer::set(simgrid::s4u::Engine::get_clock(),
                                          [impl, id] { impl->transfer_done(id); });
     } else {
+      --impl->maestro_in_flight;
       impl->transfer_done(id);
     }
   });
