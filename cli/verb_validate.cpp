@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "calibration/fit/validation_plot.hpp"
 #include "cli/option_values.hpp"
 #include "cli/verbs.hpp"

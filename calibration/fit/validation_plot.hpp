@@ -5,7 +5,7 @@
 // 5% / 10% bands. The .dat and .gp files are written next to the PNG (common/gnuplot.hpp).
 #include <string>
 
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "common/gnuplot.hpp"
 
 namespace commstack::fit {

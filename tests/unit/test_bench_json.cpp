@@ -8,7 +8,7 @@
 #include "approx.hpp"
 
 #include "calibration/fit/bench_json.hpp"
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/measured_run.hpp"
 #include "common/error.hpp"
 
 using namespace commstack;

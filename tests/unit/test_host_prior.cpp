@@ -10,6 +10,7 @@
 
 #include "calibration/fit/host_prior.hpp"
 #include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
 

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "calibration/fit/measured_run.hpp"
 #include "calibration/fit/osu.hpp"
 #include "calibration/fit/osu_run.hpp"
-#include "calibration/fit/profile_fit.hpp"
 #include "common/error.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/measured_run.hpp"
 #include "calibration/fit/published_table.hpp"
 #include "common/error.hpp"
 

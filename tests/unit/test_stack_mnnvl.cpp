@@ -10,7 +10,7 @@
 #include "approx.hpp"
 
 #include "calibration/fit/nccl_tests.hpp"
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "common/error.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"

@@ -15,6 +15,7 @@
 #include "approx.hpp"
 
 #include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "calibration/fit/validation_plot.hpp"
 #include "common/error.hpp"
 #include "sim/stack/embedded_profiles.hpp"

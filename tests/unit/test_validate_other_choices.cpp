@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/validate_run.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
 #include "topologies/cluster.hpp"
