@@ -14,6 +14,7 @@
 #include "common/units.hpp"
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
+#include "sim/protocol/protocol.hpp"
 #include "sim/report/otf2_writer.hpp"
 #include "sim/report/sweep.hpp"
 #include "sim/report/trace.hpp"
@@ -208,7 +209,10 @@ void run(const CollectiveOptions& o) {
     if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
     if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
     if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
-    if (!o.buffsize.empty()) knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+    if (!o.buffsize.empty()) {
+      knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+      sim::protocol::check_buffer_bytes(knobs.buffsize, "--buffsize");
+    }
     if (!o.nccl_version.empty())
       knobs.nccl_version = select::parse_nccl_version(o.nccl_version, "--nccl-version");
     if (!o.gpus_per_thread.empty())
@@ -373,7 +377,10 @@ void register_collective(CLI::App& app) {
       "on|off, like NCCL_MNNVL_ENABLE (1 or 0); off: the nodes of a multi-node NVLink domain (GB200 "
       "NVL72) keep NVLink inside each node and talk over their NICs, as when NCCL cannot use the "
       "fabric (no IMEX channel; its log says MNNVL 0). Default: the cluster's domains");
-  sub->add_option("--buffsize", o->buffsize, "Stack model: like NCCL_BUFFSIZE");
+  sub->add_option(
+      "--buffsize", o->buffsize,
+      "Stack model: like NCCL_BUFFSIZE, the Simple protocol's FIFO per connection (at least 128 bytes; "
+      "NCCL's default 4M)");
   sub->add_option("--gpus-per-thread", o->gpus_per_thread,
                   "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");
   sub->add_option("--cuda-graph", o->cuda_graph,

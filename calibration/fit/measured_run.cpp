@@ -22,6 +22,7 @@
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
+#include "sim/protocol/protocol.hpp"
 
 namespace commstack::fit {
 namespace {
@@ -178,6 +179,7 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
     } else if (name == "NCCL_BUFFSIZE" && spec.knobs.buffsize == 0) {
       const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
       if (v <= 0) throw InputError(fmt::format("{}: expected a positive number of bytes", where));
+      sim::protocol::check_buffer_bytes(static_cast<std::uint64_t>(v), where);
       run.knobs.buffsize = static_cast<std::uint64_t>(v);
     } else {
       applied = false;

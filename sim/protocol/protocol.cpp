@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <bit>
 
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
 namespace commstack::sim::protocol {
 
 using select::Algo;
@@ -24,6 +28,14 @@ std::uint64_t default_buffer_bytes(Proto proto) {
     case Proto::simple: return 4194304;
   }
   return 4194304;
+}
+
+void check_buffer_bytes(std::uint64_t bytes, const std::string& where) {
+  if (bytes < kMinBufferBytes)
+    throw InputError(
+        fmt::format("{}: {} bytes is too small; expected at least {} bytes (NCCL_BUFFSIZE: 8 slots of "
+                    "at least one 16-byte pack; NCCL's default is 4 MiB)",
+                    where, bytes, kMinBufferBytes));
 }
 
 double chunk_data_bytes(const ChunkInputs& in) {

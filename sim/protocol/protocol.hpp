@@ -3,6 +3,7 @@
 // (LL, LL128, Simple) and how NCCL cuts one call into chunks (src/enqueue.cc calcCollChunking).
 // docs/stack-model.md explains each number.
 #include <cstdint>
+#include <string>
 
 #include "sim/select/nccl_types.hpp"
 
@@ -17,6 +18,13 @@ double wire_efficiency(select::Proto proto);
 // Simple 4 MiB (NCCL_BUFFSIZE). A FIFO has NCCL_STEPS = 8 slots.
 std::uint64_t default_buffer_bytes(select::Proto proto);
 inline constexpr int kNcclSteps = 8;
+// The smallest NCCL_BUFFSIZE a model of it means anything at: each of the 8 slots holds one 16-byte
+// pack (NCCL's Simple primitives copy in 16-byte loads); below it a slot holds no data and a call
+// would never end.
+inline constexpr std::uint64_t kMinBufferBytes = kNcclSteps * 16;
+// Refuses (InputError "<where>: ...") an NCCL_BUFFSIZE below kMinBufferBytes; 0 included, which
+// NCCL's own parser does not treat as "default".
+void check_buffer_bytes(std::uint64_t bytes, const std::string& where);
 // NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc): the largest NVLS and NVLSTree chunk.
 inline constexpr std::uint64_t kNvlsChunkBytes = 131072;
 

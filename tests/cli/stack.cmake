@@ -254,3 +254,6 @@ commstack_cli_test(NAME stack_validate_host_floor_other_generations
   ARGS validate --cluster hgx-b200 --measured ${_stack_data}/nccl-tests_all_gather_b200_1n8g_vultr-poc.txt
        --nodes 1 --gpus-per-node 8 --gpus-per-thread 8
   MATCH "# host floor: sizes up to [0-9]+[KM] are host-bound: .*; launch_us: no run of this profile shows its host: taken from other GPU generations' hosts \\(calibrate --host-from\\)\n")
+commstack_cli_error_test(NAME stack_collective_buffsize_zero
+  ARGS collective --cluster dgx-h100 --nodes 2 --buffsize 0
+  MATCH "commstack: error: --buffsize: 0 bytes is too small; expected at least 128 bytes")

@@ -128,6 +128,27 @@ TEST_CASE("stack: ring bandwidth terms match the closed form") {
   CHECK(p.busbw_line_GBps == approx(450));
 }
 
+TEST_CASE(
+    "stack: NCCL_BUFFSIZE below one 16-byte pack per slot is refused, the smallest one has finite time") {
+  CHECK_THROWS_AS(sim::protocol::check_buffer_bytes(0, "--buffsize"), InputError);
+  CHECK_THROWS_WITH(sim::protocol::check_buffer_bytes(127, "--buffsize"),
+                    doctest::Contains("--buffsize: 127 bytes is too small; expected at least 128 bytes"));
+  CHECK_NOTHROW(sim::protocol::check_buffer_bytes(128, "--buffsize"));
+  // 128 B: 16-byte slots, a Ring/Simple chunk of 4 slots = 64 B per channel step. 1 MiB over 16
+  // ranks and 16 channels is 4 KiB per rank and channel: 64 chunk loops of 30 steps each.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  sim::stack::Knobs knobs;
+  knobs.env.algo = "ring";
+  knobs.env.proto = "simple";
+  const auto def = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 1u << 20, prof);
+  knobs.buffsize = sim::protocol::kMinBufferBytes;
+  const auto tiny = Predictor(spec, 2, 8, knobs).predict(CollectiveOp::allreduce, 1u << 20, prof);
+  CHECK(tiny.chunk_bytes == 64);
+  CHECK(std::isfinite(tiny.time_s));
+  CHECK(tiny.time_s > 4 * def.time_s);  // every loop pays its steps' latencies again
+}
+
 TEST_CASE("stack: two-node ring is bounded by the NICs, tree on two nodes by half of that traffic") {
   const auto spec = topologies::load_cluster("dgx-h100");
   const Profile prof = sim::stack::prior_profile(90);
