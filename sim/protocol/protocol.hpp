@@ -21,7 +21,7 @@ inline constexpr int kNcclSteps = 8;
 // The smallest NCCL_BUFFSIZE a model of it means anything at: each of the 8 slots holds one 16-byte
 // pack (NCCL's Simple primitives copy in 16-byte loads); below it a slot holds no data and a call
 // would never end.
-inline constexpr std::uint64_t kMinBufferBytes = kNcclSteps * 16;
+inline constexpr std::uint64_t kMinBufferBytes = std::uint64_t{kNcclSteps} * 16;
 // Refuses (InputError "<where>: ...") an NCCL_BUFFSIZE below kMinBufferBytes; 0 included, which
 // NCCL's own parser does not treat as "default".
 void check_buffer_bytes(std::uint64_t bytes, const std::string& where);
