@@ -265,9 +265,14 @@ BenchReport load_report(const std::string& path) {
   if (!in) throw InputError(fmt::format("{}: cannot open the bench JSON file", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw InputError(fmt::format("{}: not valid JSON (expected a commstack-bench report)", path));
-  return report_from_json(j, path);
+  return report_from_text(ss.str(), path);
+}
+
+BenchReport report_from_text(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    throw InputError(fmt::format("{}: not valid JSON (expected a commstack-bench report)", origin));
+  return report_from_json(j, origin);
 }
 
 std::string dump_report(const BenchReport& report) { return to_json(report).dump(2) + "\n"; }

@@ -109,6 +109,8 @@ struct BenchReport {
 nlohmann::json to_json(const BenchReport& report);
 // Throws InputError naming `origin`, the JSON path of the field and what was expected.
 BenchReport report_from_json(const nlohmann::json& j, const std::string& origin);
+// The text of a report file: not JSON at all is an InputError too.
+BenchReport report_from_text(const std::string& text, const std::string& origin);
 BenchReport load_report(const std::string& path);
 // Deterministic: sorted keys, 2-space indent, trailing newline.
 std::string dump_report(const BenchReport& report);

@@ -1,9 +1,9 @@
 // Deterministic mutation fuzzer for the measurement parsers in calibration/fit.
 //   commstack_fuzz_parsers <target> <iterations> <max_seconds>
-// target: nccl_tests | osu | repro_mpi | nccl_log | topo_xml | published_table. Seeds are the project's copies of
-// published files (calibration/data) plus built-in samples for formats without a published
-// file. Each iteration mutates one seed (byte flips, truncation, insertion of bytes or of
-// tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
+// target: nccl_tests | nccl_tests_json | osu | repro_mpi | nccl_log | topo_xml | published_table |
+// bench_json. Seeds are the project's copies of published files (calibration/data) plus built-in samples for
+// formats without a published file. Each iteration mutates one seed (byte flips, truncation, insertion of
+// bytes or of tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
 // requires that the parser either returns or throws commstack::InputError. Any other exception
 // fails the run; crashes and memory errors fail it too (ASan in the sanitizer build).
 #include <algorithm>
@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration/bench/report.hpp"
+#include "calibration/fit/bench_json.hpp"
 #include "calibration/fit/nccl_log.hpp"
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
@@ -78,6 +80,63 @@ const char* kTokens[] = {"N/A", "-1", "1e309", "nan", "inf", "#", "\n", "|", "/"
                          "99999999999999999999", "-", ":", "[", "]", "{", "}", "..", "\r\n", "&amp;", "<!--", "\xff\xfe",
                          ",", " GiB", "K", "0.00"};
 
+// A commstack-bench report with one of every series kind (the bench needs a GPU, so no published
+// report exists): the fuzzer mutates its JSON text.
+std::string bench_seed() {
+  using namespace commstack::bench;
+  BenchReport r;
+  r.machine = {"NVIDIA H100 80GB HBM3", 90,    "13.0", "13.0", "2.28.9",          2, 2, 4,
+               {"a", "a", "b", "b"},    "mpi", "",     "",     {"NCCL_ALGO=Ring"}};
+  r.settings = {"standard", 5, 20, 5, "float", ""};
+  const Summary t = summarize(std::vector<double>{19.8, 20.0, 21.0});
+  CollectiveSeries ar;
+  ar.points = {{1024, 256, t, 0.05, 0.08}, {1u << 20, 1u << 18, t, 52.4, 78.6}};
+  CollectiveSeries ag = ar;
+  ag.op = Op::all_gather;
+  ag.algo = Algo::ring;
+  ag.proto = Proto::ll128;
+  ag.ctas = 8;
+  CollectiveSeries refused;
+  refused.algo = Algo::nvls_tree;
+  refused.status = "ncclInvalidUsage";
+  refused.points.clear();
+  r.collectives = {ar, ag, refused};
+  r.p2p = {{"nccl_rail", 0, 2, "a", "b", 0, 0, {{1u << 20, t, 48.0}}}};
+  r.kernels = {{"copy", 0, 1u << 30, t, 2900.0}, {"launch", 0, 0, t, 0}};
+  r.gemm = {{"bf16", 8192, 8192, 8192, "ok", t, 650.0}};
+  r.skipped = {"alltoall/nvls: not supported"};
+  return dump_report(r);
+}
+
+// Structure-aware mutation of a JSON seed: a few leaves (or whole objects / arrays) replaced by
+// values of the wrong type, sign or size, or removed, so the reader's field checks run instead of
+// the JSON syntax error most byte mutations give.
+std::string mutate_json_values(const std::string& seed, std::mt19937_64& rng) {
+  nlohmann::json j = nlohmann::json::parse(seed);
+  const nlohmann::json replacements[] = {
+      nullptr, -1,   0, 1.5, "x", nlohmann::json::array(), nlohmann::json::object(), std::int64_t{1} << 62,
+      -1e300,  true, ""};
+  const int ops = 1 + static_cast<int>(rng() % 3);
+  for (int k = 0; k < ops; ++k) {
+    nlohmann::json* at = &j;
+    // Walk down a random path; stop at a leaf or by chance.
+    while ((at->is_object() || at->is_array()) && !at->empty() && rng() % 5 != 0) {
+      auto it = at->begin();
+      std::advance(it, static_cast<long>(rng() % at->size()));
+      at = &*it;
+    }
+    if (rng() % 4 == 0 && (at->is_object() || at->is_array()) && !at->empty()) {
+      if (at->is_object())
+        at->erase(at->begin());
+      else
+        at->erase(at->begin() + static_cast<long>(rng() % at->size()));
+    } else {
+      *at = replacements[rng() % (sizeof(replacements) / sizeof(replacements[0]))];
+    }
+  }
+  return j.dump();
+}
+
 std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   std::string s = seed;
   std::uniform_int_distribution<int> n_ops(1, 8);
@@ -127,7 +186,11 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <nccl_tests|osu|repro_mpi|nccl_log|topo_xml|published_table> <iterations> <max_seconds>\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s <nccl_tests|nccl_tests_json|osu|repro_mpi|nccl_log|topo_xml|published_table|bench_json> "
+        "<iterations> <max_seconds>\n",
+        argv[0]);
     return 2;
   }
   const std::string target = argv[1];
@@ -137,6 +200,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> seeds;
   std::function<void(const std::string&)> parse;
+  bool json_values = false;  // the seeds are JSON: half the mutations change values, not bytes
   if (target == "nccl_tests") {
     seeds = files_in(data + "nccl-tests", {".txt"});
     auto more = files_in(data + "nccl-logs", {"nccl-tests-", "gb200"});
@@ -178,9 +242,18 @@ int main(int argc, char** argv) {
   } else if (target == "nccl_tests_json") {
     // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.
     seeds = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli", {"nccl-tests-json-"});
+    json_values = true;
     parse = [](const std::string& t) {
       (void)looks_like_nccl_tests_json(t);
       (void)parse_nccl_tests_json(t, "fuzz");
+    };
+  } else if (target == "bench_json") {
+    seeds.push_back(bench_seed());
+    json_values = true;
+    // The report, then what calibrate makes of it: every series as nccl-tests rows.
+    parse = [](const std::string& t) {
+      const commstack::bench::BenchReport r = commstack::bench::report_from_text(t, "fuzz");
+      (void)bench_series(r, "fuzz");
     };
   } else if (target == "published_table") {
     seeds = files_in(data + "nccl-tests", {".csv"});
@@ -218,7 +291,9 @@ int main(int argc, char** argv) {
   for (; done < iterations; ++done) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > max_seconds) break;
     const std::string& seed = seeds[static_cast<std::size_t>(rng() % seeds.size())];
-    std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)] : mutate(seed, rng);
+    std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)]
+                        : json_values && rng() % 2 == 0        ? mutate_json_values(seed, rng)
+                                                               : mutate(seed, rng);
     try {
       parse(input);
       ++accepted;
