@@ -1,11 +1,13 @@
-// Deterministic mutation fuzzer for the measurement parsers in calibration/fit.
+// Deterministic mutation fuzzer for the measurement parsers in calibration/fit and the readers of
+// the other files users write: clusters (topologies) and what-if scenarios (sim/scenario).
 //   commstack_fuzz_parsers <target> <iterations> <max_seconds>
 // target: nccl_tests | nccl_tests_json | osu | repro_mpi | nccl_log | topo_xml | published_table |
-// bench_json. Seeds are the project's copies of published files (calibration/data) plus built-in samples for
-// formats without a published file. Each iteration mutates one seed (byte flips, truncation, insertion of
-// bytes or of tokens the formats care about, line duplication/deletion) with a fixed-seed generator, then
-// requires that the parser either returns or throws commstack::InputError. Any other exception
-// fails the run; crashes and memory errors fail it too (ASan in the sanitizer build).
+// bench_json | cluster_json | scenario_json. Seeds are the project's copies of published files
+// (calibration/data) plus built-in samples for formats without a published file. Each iteration mutates one
+// seed (byte flips, truncation, insertion of bytes or of tokens the formats care about, line
+// duplication/deletion) with a fixed-seed generator, then requires that the parser either returns or throws
+// commstack::InputError. Any other exception fails the run; crashes and memory errors fail it too (ASan in
+// the sanitizer build).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "topologies/cluster.hpp"
 
 namespace fs = std::filesystem;
@@ -254,6 +257,34 @@ int main(int argc, char** argv) {
     parse = [](const std::string& t) {
       const commstack::bench::BenchReport r = commstack::bench::report_from_text(t, "fuzz");
       (void)bench_series(r, "fuzz");
+    };
+  } else if (target == "cluster_json") {
+    // Cluster files (topo / collective / train --cluster FILE) are users' input too: every preset's
+    // JSON is a seed; the parse, then the topology built on at most 4 nodes (bounded time) and its
+    // connectivity check.
+    for (const auto& name : commstack::topologies::preset_names())
+      seeds.push_back(commstack::topologies::preset_json(name));
+    json_values = true;
+    parse = [](const std::string& t) {
+      const nlohmann::json j = nlohmann::json::parse(t, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const auto spec = commstack::topologies::parse_cluster(j, "fuzz");
+      (void)commstack::topologies::build_topology(spec, std::min(spec.nodes, 4));
+    };
+  } else if (target == "scenario_json") {
+    // What-if scenarios (commstack whatif FILE; a sweep's jobs have the same shape): the built-in
+    // scenarios and the CLI tests' small one are the seeds; the parse, then every run prepared for
+    // simulation (cluster built, model and parallelism checked), not simulated.
+    for (const auto& name : commstack::sim::scenario::builtin_scenario_names())
+      seeds.push_back(commstack::sim::scenario::builtin_scenario_json(name));
+    auto more = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/whatif", {"small.json"});
+    seeds.insert(seeds.end(), more.begin(), more.end());
+    json_values = true;
+    parse = [](const std::string& t) {
+      const nlohmann::json j = nlohmann::json::parse(t, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const auto sc = commstack::sim::scenario::parse_scenario(j, "fuzz");
+      for (const auto& run : sc.runs) (void)commstack::sim::scenario::prepare_job(run.job, run.place);
     };
   } else if (target == "published_table") {
     seeds = files_in(data + "nccl-tests", {".csv"});
