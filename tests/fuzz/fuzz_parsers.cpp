@@ -1,8 +1,9 @@
 // Deterministic mutation fuzzer for the measurement parsers in calibration/fit and the readers of
-// the other files users write: clusters (topologies) and what-if scenarios (sim/scenario).
+// the other files users write: clusters (topologies), what-if scenarios (sim/scenario) and sweeps
+// (sim/sweep).
 //   commstack_fuzz_parsers <target> <iterations> <max_seconds>
 // target: nccl_tests | nccl_tests_json | osu | repro_mpi | nccl_log | topo_xml | published_table |
-// bench_json | cluster_json | scenario_json. Seeds are the project's copies of published files
+// bench_json | cluster_json | scenario_json | sweep_json. Seeds are the project's copies of published files
 // (calibration/data) plus built-in samples for formats without a published file. Each iteration mutates one
 // seed (byte flips, truncation, insertion of bytes or of tokens the formats care about, line
 // duplication/deletion) with a fixed-seed generator, then requires that the parser either returns or throws
@@ -33,6 +34,8 @@
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/sweep/spec.hpp"
+#include "sim/sweep/training_jobs.hpp"
 #include "topologies/cluster.hpp"
 
 namespace fs = std::filesystem;
@@ -285,6 +288,31 @@ int main(int argc, char** argv) {
       if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
       const auto sc = commstack::sim::scenario::parse_scenario(j, "fuzz");
       for (const auto& run : sc.runs) (void)commstack::sim::scenario::prepare_job(run.job, run.place);
+    };
+  } else if (target == "sweep_json") {
+    // Sweep files (commstack sweep FILE): the CLI tests' sweeps are the seeds; the parse (grid paths
+    // checked against the base job), the points expanded, and the first few applied to the base
+    // and prepared for simulation (not simulated).
+    auto more = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/sweep", {".json"});
+    seeds.insert(seeds.end(), more.begin(), more.end());
+    json_values = true;
+    parse = [](const std::string& t) {
+      namespace sw = commstack::sim::sweep;
+      namespace scn = commstack::sim::scenario;
+      const auto j = nlohmann::ordered_json::parse(t, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const sw::SweepSpec spec = sw::parse_sweep(
+          j, "fuzz", std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/sweep", sw::resolve_training_base);
+      const auto points = sw::expand(spec);
+      for (std::size_t i = 0; i < std::min<std::size_t>(points.size(), 4); ++i) {
+        const scn::JsonPlace at{"fuzz point " + points[i].id, "$"};
+        try {
+          (void)scn::prepare_job(scn::apply_overrides(spec.base, sw::training_overrides(spec, points[i]), at),
+                                 at);
+        } catch (const commstack::InputError&) {
+          // An impossible point is the sweep's normal business (the seed has six): the next one.
+        }
+      }
     };
   } else if (target == "published_table") {
     seeds = files_in(data + "nccl-tests", {".csv"});
