@@ -52,6 +52,12 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
       out.reason = fmt::format("type '{}' has no known element size", row.type);
       return out;
     }
+    // A count past 2^64 / type size (a mangled file) would wrap the product, to 0 at worst.
+    if (*row.count > row.size_bytes / *tb) {
+      out.reason =
+          fmt::format("count {} x type size {} exceeds the size {}", *row.count, *tb, row.size_bytes);
+      return out;
+    }
     const std::uint64_t elem_bytes = *row.count * *tb;
     if (row.size_bytes % elem_bytes != 0) {
       out.reason =

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "common/error.hpp"
+#include "json_mutation.hpp"
 #include "workloads/importers/chakra.hpp"
 #include "workloads/importers/kineto.hpp"
 #include "workloads/importers/nccl_log.hpp"
@@ -91,13 +92,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> seeds;
   std::string ext;
   std::function<void(const std::string&)> run;
+  bool json_values = false;  // JSON seeds: half the mutations change values (json_mutation.hpp), not bytes
   if (target == "kineto") {
     seeds.emplace_back(kTinyKineto);
     ext = ".json";
+    json_values = true;
     run = [](const std::string& p) { (void)importers::import_kineto({p}); };
   } else if (target == "chakra") {
     seeds.push_back(read_any(samples + "chakra-feeder/small_chakra.0.json"));
     ext = ".json";
+    json_values = true;
     run = [](const std::string& p) { (void)importers::import_chakra({p}); };
   } else if (target == "nccl_log") {
     seeds.push_back(read_any(samples + "nccl-log-203/nccl-203-allreduce-2gpu.log"));
@@ -123,7 +127,9 @@ int main(int argc, char** argv) {
   for (; done < iterations; ++done) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > max_seconds) break;
     const std::string& seed = seeds[static_cast<std::size_t>(rng() % seeds.size())];
-    const std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)] : mutate(seed, rng);
+    const std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)]
+                              : json_values && rng() % 2 == 0 ? commstack::fuzz::mutate_json_values(seed, rng)
+                                                              : mutate(seed, rng);
     std::ofstream(path, std::ios::binary | std::ios::trunc) << input;
     try {
       run(path);

@@ -33,6 +33,7 @@
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "json_mutation.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep/spec.hpp"
 #include "sim/sweep/training_jobs.hpp"
@@ -112,35 +113,6 @@ std::string bench_seed() {
   r.gemm = {{"bf16", 8192, 8192, 8192, "ok", t, 650.0}};
   r.skipped = {"alltoall/nvls: not supported"};
   return dump_report(r);
-}
-
-// Structure-aware mutation of a JSON seed: a few leaves (or whole objects / arrays) replaced by
-// values of the wrong type, sign or size, or removed, so the reader's field checks run instead of
-// the JSON syntax error most byte mutations give.
-std::string mutate_json_values(const std::string& seed, std::mt19937_64& rng) {
-  nlohmann::json j = nlohmann::json::parse(seed);
-  const nlohmann::json replacements[] = {
-      nullptr, -1,   0, 1.5, "x", nlohmann::json::array(), nlohmann::json::object(), std::int64_t{1} << 62,
-      -1e300,  true, ""};
-  const int ops = 1 + static_cast<int>(rng() % 3);
-  for (int k = 0; k < ops; ++k) {
-    nlohmann::json* at = &j;
-    // Walk down a random path; stop at a leaf or by chance.
-    while ((at->is_object() || at->is_array()) && !at->empty() && rng() % 5 != 0) {
-      auto it = at->begin();
-      std::advance(it, static_cast<long>(rng() % at->size()));
-      at = &*it;
-    }
-    if (rng() % 4 == 0 && (at->is_object() || at->is_array()) && !at->empty()) {
-      if (at->is_object())
-        at->erase(at->begin());
-      else
-        at->erase(at->begin() + static_cast<long>(rng() % at->size()));
-    } else {
-      *at = replacements[rng() % (sizeof(replacements) / sizeof(replacements[0]))];
-    }
-  }
-  return j.dump();
 }
 
 std::string mutate(const std::string& seed, std::mt19937_64& rng) {
@@ -351,8 +323,8 @@ int main(int argc, char** argv) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > max_seconds) break;
     const std::string& seed = seeds[static_cast<std::size_t>(rng() % seeds.size())];
     std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)]
-                        : json_values && rng() % 2 == 0        ? mutate_json_values(seed, rng)
-                                                               : mutate(seed, rng);
+                        : json_values && rng() % 2 == 0 ? commstack::fuzz::mutate_json_values(seed, rng)
+                                                        : mutate(seed, rng);
     try {
       parse(input);
       ++accepted;

@@ -386,6 +386,9 @@ TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
       {"all_gather or alltoall: the same columns", 8388608, "none", -1, 100.66, NcclTestsOp::unknown},
       {"a bus factor no op gives on 4 ranks", 33554432, "sum", -1, 180.0, NcclTestsOp::unknown},
       {"a count that is neither 1 nor 4 ranks per size", 16777216, "sum", -1, 134.22, NcclTestsOp::unknown},
+      // 2^62 floats: count x 4 B wraps to 0 in 64 bits (was a division by zero, found by the fuzzer).
+      {"a count larger than the size allows", std::uint64_t{1} << 62, "sum", -1, 201.33,
+       NcclTestsOp::unknown},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
@@ -396,6 +399,8 @@ TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
   }
   CHECK(parse(8388608, "none", -1, 100.66).op_table_reason.find("all_gather or alltoall") !=
         std::string::npos);
+  CHECK(parse(std::uint64_t{1} << 62, "sum", -1, 201.33).op_table_reason ==
+        "count 4611686018427387904 x type size 4 exceeds the size 134217728");
   // busbw 0.00 (small sizes only): all_reduce and sendrecv cannot be told apart.
   CHECK(parse_nccl_tests(head + "8 2 float sum -1 29.72 0.00 0.00 0 28.67 0.00 0.00 0\n", "pasted.txt").op ==
         NcclTestsOp::unknown);
