@@ -378,27 +378,31 @@ int pick_nccl_tests_run(const std::string& text, int runs, const RunSpec& spec, 
       fmt::join(listing, "; "), spec.file));
 }
 
-}  // namespace
-
-MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
-  MeasuredRun run;
-  run.file = spec.file;
-  run.knobs = spec.knobs;
-  run.knob_text = spec.knob_text;
-  run.min_bytes = spec.min_bytes;
-  run.max_bytes = spec.max_bytes;
-  NcclTestsOp hint = NcclTestsOp::unknown;
-  if (spec.op) {
-    hint = nccl_tests_op_from_name(*spec.op);
-    if (hint == NcclTestsOp::unknown)
-      throw InputError(fmt::format("{}: op \"{}\" is not an nccl-tests collective", spec.file, *spec.op));
-  }
-  // A commstack-bench JSON holds many series (ops x algorithms x protocols x channel counts): the
-  // run spec's op / algo / proto / max_ctas pick one, exactly as NCCL_ALGO etc. picked it there.
+// The measurements a run spec names, read by the reader of their format.
+struct LoadedLog {
   NcclTestsResult log;
-  std::string log_text;    // an nccl-tests log's text (its TUNING lines are read after the table)
-  bool one_column = true;  // bench JSON and published tables carry one time (kept as out_of_place)
-  bool osu = false;        // OSU output: one time (kept as out_of_place), no TUNING lines
+  std::string text;        // an nccl-tests log's text (its TUNING lines are read after the table)
+  bool one_column = true;  // bench JSON, published tables and OSU carry one time (kept as out_of_place)
+};
+
+// The op the spec asks for (unknown: none asked).
+NcclTestsOp op_hint_of(const RunSpec& spec) {
+  if (!spec.op) return NcclTestsOp::unknown;
+  const NcclTestsOp hint = nccl_tests_op_from_name(*spec.op);
+  if (hint == NcclTestsOp::unknown)
+    throw InputError(fmt::format("{}: op \"{}\" is not an nccl-tests collective", spec.file, *spec.op));
+  return hint;
+}
+
+// Reads spec.file by its format: a commstack-bench JSON (it holds many series, ops x algorithms x
+// protocols x channel counts: the run spec's op / algo / proto / max_ctas pick one, exactly as
+// NCCL_ALGO etc. picked it there), a published table, nccl-tests -J JSON, OSU output or nccl-tests
+// text. A format's own notes and settings (OSU: each call timed alone) go into `run`.
+LoadedLog read_measurements(const RunSpec& spec, NcclTestsOp hint, MeasuredRun& run) {
+  LoadedLog in;
+  NcclTestsResult& log = in.log;
+  std::string& log_text = in.text;
+  bool osu = false;  // OSU output: one time (kept as out_of_place), no TUNING lines
   if (is_bench_json(spec.file)) {
     if (hint == NcclTestsOp::unknown)
       throw InputError(
@@ -460,10 +464,13 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                                         spec.file, run_index + 1, runs_in_log, log.table_first_line,
                                         log.table_last_line));
     }
-    one_column = osu;
+    in.one_column = osu;
   }
-  run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
-  apply_logged_env(spec, log, run);
+  return in;
+}
+
+// The run's collective: the spec's op checked against what the output says, else the output's.
+void resolve_op(const RunSpec& spec, NcclTestsOp hint, const NcclTestsResult& log, MeasuredRun& run) {
   // An explicit op that the output contradicts: the output's own line or its table's columns win
   // over a typo; a file name is weaker evidence (files get renamed), so it only earns a note.
   if (hint != NcclTestsOp::unknown) {
@@ -506,6 +513,11 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     "pass op=... if the file does not say",
                     spec.file, to_string(log.op)));
   run.op = *op;
+}
+
+// The cluster: the spec's, else the caller's default; "auto" is the preset of the rank lines' GPU.
+void resolve_cluster(const RunSpec& spec, const std::optional<std::string>& default_cluster,
+                     const NcclTestsResult& log, MeasuredRun& run) {
   const auto cluster = spec.cluster ? spec.cluster : default_cluster;
   if (!cluster)
     throw InputError(
@@ -541,6 +553,10 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   }
   run.cluster = topologies::load_cluster(run.cluster_name);
   note_gpu_mismatch(spec.file, log.gpu_model, run);
+}
+
+// Nodes and GPUs per node: the spec's, else the rank lines'; checked against each other and the cluster.
+void resolve_shape(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun& run) {
   const bool shape_known = log.ranks_complete && log.n_hosts > 0;
   if (spec.nodes)
     run.nodes = *spec.nodes;
@@ -587,6 +603,11 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
       log.n_ranks != run.nodes * run.gpus_per_node)
     throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
                                  log.n_ranks, run.nodes, run.gpus_per_node));
+}
+
+// What the log says about how NCCL and nccl-tests ran (MNNVL, -g, the NCCL release, the channels,
+// -G, -m), where the spec does not say otherwise.
+void apply_logged_run_settings(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun& run) {
   // NCCL's own word on a multi-node NVLink domain: "MNNVL 0" in its communicator line means it
   // found no usable fabric (no IMEX channel, NCCL_MNNVL_ENABLE=0) and the nodes talked over their NICs.
   // What NCCL printed wins over NCCL_MNNVL_ENABLE=1 in the log; a flag or a spec key wins over both.
@@ -656,6 +677,10 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   if (run.knobs.gpus_per_thread > run.gpus_per_node)
     throw InputError(fmt::format("{}: {} GPUs per thread (nccl-tests -g) but {} GPUs per node", spec.file,
                                  run.knobs.gpus_per_thread, run.gpus_per_node));
+}
+
+// The sizes and times the run is predicted at: one time column, sizes > 0 inside the spec's window.
+void take_rows(const RunSpec& spec, const NcclTestsResult& log, bool one_column, MeasuredRun& run) {
   // The time column: out-of-place unless the spec says in_place=1; for a one-column file
   // in_place=1 says its numbers are in-place.
   run.in_place = spec.in_place;
@@ -688,7 +713,28 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
                     "time{}",
                     spec.file, in_place_column ? "in-place" : "out-of-place",
                     (spec.min_bytes || spec.max_bytes) ? " inside the size window" : ""));
-  if (!one_column) read_logged_choices(spec, log_text, log, run);
+}
+
+}  // namespace
+
+MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::string>& default_cluster) {
+  MeasuredRun run;
+  run.file = spec.file;
+  run.knobs = spec.knobs;
+  run.knob_text = spec.knob_text;
+  run.min_bytes = spec.min_bytes;
+  run.max_bytes = spec.max_bytes;
+  const NcclTestsOp hint = op_hint_of(spec);
+  const LoadedLog in = read_measurements(spec, hint, run);
+  const NcclTestsResult& log = in.log;
+  run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
+  apply_logged_env(spec, log, run);
+  resolve_op(spec, hint, log, run);
+  resolve_cluster(spec, default_cluster, log, run);
+  resolve_shape(spec, log, run);
+  apply_logged_run_settings(spec, log, run);
+  take_rows(spec, log, in.one_column, run);
+  if (!in.one_column) read_logged_choices(spec, in.text, log, run);
   return run;
 }
 
