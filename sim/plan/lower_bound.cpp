@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <vector>
 
 #include "workloads/graph/generator.hpp"
 #include "workloads/parallel/layout.hpp"
@@ -71,9 +71,19 @@ IterationBound iteration_lower_bound(const Candidate& c, const workloads::Comput
   go.ranks = layout.representative_ranks();
   const workloads::OpGraph g = workloads::generate_op_graph(c.model, rp, go);
 
-  std::map<int, StageChains> chains;  // by pipeline stage
-  std::map<int, std::map<int, double>> per_mb;
-  std::map<int, int> last_compute, drain_end;  // by rank
+  // The graph holds one representative rank per pipeline stage (tp = cp = dp = 0), so every per-rank
+  // quantity is indexed by the rank's stage; ops come rank by rank, so the stage of the last rank
+  // seen saves a coord() per op.
+  const auto pp = static_cast<std::size_t>(par.pp);
+  std::vector<StageChains> chains(pp);
+  std::vector<std::vector<double>> per_mb(pp);               // by stage and micro-batch; < 0: no op seen
+  std::vector<int> last_compute(pp, -1), drain_end(pp, -1);  // op ids; -1: none
+  int stage_rank = -1;
+  std::size_t stage = 0;
+  const auto stage_of = [&](int rank) {
+    if (rank != stage_rank) stage_rank = rank, stage = static_cast<std::size_t>(layout.coord(rank).pp);
+    return stage;
+  };
   double p2p_lb = std::numeric_limits<double>::infinity();
   std::vector<double> weight(g.ops.size(), 0);
   for (const Op& op : g.ops) {
@@ -81,15 +91,15 @@ IterationBound iteration_lower_bound(const Candidate& c, const workloads::Comput
       p2p_lb = std::min(p2p_lb, comm_lower_bound_s(g, op, egress_Bps));
     }
     if (op.kind != OpKind::compute) continue;
-    const int stage = layout.coord(op.rank).pp;
-    StageChains& sc = chains[stage];
-    auto prev = last_compute.find(op.rank);
+    const std::size_t st = stage_of(op.rank);
+    StageChains& sc = chains[st];
+    const int prev = last_compute[st];
     double pre = 0;
-    if (prev != last_compute.end()) {
+    if (prev >= 0) {
       for (int d : op.deps) {
         const Op& dep = g.ops[static_cast<std::size_t>(d)];
         if (dep.kind != OpKind::collective) continue;
-        if (std::find(dep.deps.begin(), dep.deps.end(), prev->second) == dep.deps.end()) continue;
+        if (std::find(dep.deps.begin(), dep.deps.end(), prev) == dep.deps.end()) continue;
         pre = std::max(pre, comm_lower_bound_s(g, dep, egress_Bps));
       }
     } else {
@@ -97,27 +107,34 @@ IterationBound iteration_lower_bound(const Candidate& c, const workloads::Comput
     }
     const double w = workloads::compute_time(compute, op, par.precision) + pre;
     weight[static_cast<std::size_t>(op.id)] = w;
-    last_compute[op.rank] = op.id;
-    if (op.micro_batch < 0) sc.per_iteration += w;
-    else per_mb[stage][op.micro_batch] += w;
+    last_compute[st] = op.id;
+    if (op.micro_batch < 0) {
+      sc.per_iteration += w;
+    } else {
+      auto& mbs = per_mb[st];
+      const auto mb = static_cast<std::size_t>(op.micro_batch);
+      if (mb >= mbs.size()) mbs.resize(mb + 1, -1.0);
+      mbs[mb] = mbs[mb] < 0 ? w : mbs[mb] + w;
+    }
     if (op.micro_batch == 0 && op.chunk == 0 && op.phase == Phase::forward) sc.fill += w;
     const bool backward = op.phase == Phase::backward || op.phase == Phase::recompute;
     if (op.micro_batch == reduced - 1 && op.chunk == 0 && backward) {
       // The step's first op waits for the gradient message, not (only) for the previous compute op.
-      sc.drain += drain_end.count(op.rank) != 0 ? w : w - pre;
-      drain_end[op.rank] = op.id;
+      sc.drain += drain_end[st] >= 0 ? w : w - pre;
+      drain_end[st] = op.id;
     }
   }
   // The ops after the last chunk-0 backward, and the non-blocking ops waiting for the last compute op.
   for (const Op& op : g.ops) {
-    StageChains& sc = chains[layout.coord(op.rank).pp];
-    auto end = drain_end.find(op.rank);
-    if (op.kind == OpKind::compute && end != drain_end.end() && op.id > end->second) {
+    const std::size_t st = stage_of(op.rank);
+    StageChains& sc = chains[st];
+    const int end = drain_end[st];
+    if (op.kind == OpKind::compute && end >= 0 && op.id > end) {
       sc.after_drain += weight[static_cast<std::size_t>(op.id)];
       if (op.micro_batch >= 0) sc.after_clean = false;
     }
-    if (op.kind != OpKind::compute &&
-        std::find(op.deps.begin(), op.deps.end(), last_compute[op.rank]) != op.deps.end()) {
+    if (op.kind != OpKind::compute && last_compute[st] >= 0 &&
+        std::find(op.deps.begin(), op.deps.end(), last_compute[st]) != op.deps.end()) {
       sc.post = std::max(sc.post, comm_lower_bound_s(g, op, egress_Bps));
     }
   }
@@ -126,17 +143,17 @@ IterationBound iteration_lower_bound(const Candidate& c, const workloads::Comput
   IterationBound best;
   double fill = 0, drain = 0;  // the chains through the stages before s
   bool fill_chain = true, drain_chain = true;
-  const auto reps = layout.representative_ranks();
-  for (int s = 0; s < par.pp; ++s) {
+  for (std::size_t s = 0; s < pp; ++s) {
     StageChains& sc = chains[s];
-    for (const auto& [mb, w] : per_mb[s]) sc.per_mb = std::min(sc.per_mb, w);
+    for (double w : per_mb[s])
+      if (w >= 0) sc.per_mb = std::min(sc.per_mb, w);
     if (!std::isfinite(sc.per_mb)) sc.per_mb = 0;
-    sc.has_drain = drain_end.count(reps[static_cast<std::size_t>(s)]) != 0;
+    sc.has_drain = drain_end[s] >= 0;
     const double busy = static_cast<double>(m) * sc.per_mb + sc.per_iteration;
     const double start = fill_chain && sc.fill_ok ? fill : 0;
     double t = start + busy + sc.post;
     if (s > 0 && drain_chain && sc.has_drain && sc.after_clean) t = std::max(t, start + busy - sc.after_drain + drain);
-    if (t > best.seconds) best = {t, s, busy, t - busy};
+    if (t > best.seconds) best = {t, static_cast<int>(s), busy, t - busy};
     fill_chain = fill_chain && sc.fill_ok;
     drain_chain = drain_chain && sc.has_drain;
     fill += sc.fill + p2p_lb;
