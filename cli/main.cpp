@@ -2,12 +2,46 @@
 // registers a CLI11 subcommand; this file only wires them and maps errors to exit codes.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
+
+namespace {
+
+// A command-line mistake, in the same form as an unusable input: "commstack: error: ...", status 2.
+// CLI11 checks required options before it reports unexpected arguments, so a mistyped option
+// (--clsuter) would read "--cluster is required"; the arguments nothing took are named first.
+int usage_error(const CLI::App& app, const CLI::ParseError& e) {
+  std::vector<std::string> extras = app.remaining(true);
+  std::string message = e.what();
+  const CLI::App* verb = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+  std::vector<std::string> verbs;
+  for (const auto* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+  if (verb == nullptr) {
+    message = extras.empty()
+                  ? fmt::format("a command is needed: {}", fmt::join(verbs, ", "))
+                  : fmt::format("unknown command '{}'; commands: {}", extras.front(), fmt::join(verbs, ", "));
+  } else if (!extras.empty()) {
+    message = fmt::format("{}: unexpected argument{} {} (see commstack {} --help)", verb->get_name(),
+                          extras.size() > 1 ? "s" : "", fmt::join(extras, " "), verb->get_name());
+  }
+  // CLI11's "--nodes: 1 required TEXT missing": the option came last, without its value.
+  if (const auto at = message.find(": 1 required TEXT missing"); at != std::string::npos)
+    message = message.substr(0, at) + ": expected a value after it";
+  fmt::print(stderr, "commstack: error: {}\n", message);
+  if (verb == nullptr || extras.empty())
+    fmt::print(stderr, "Run commstack {}--help for the options.\n",
+               verb != nullptr ? verb->get_name() + " " : "");
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"commstack: predict the communication time of LLM training on GPU clusters"};
@@ -17,7 +51,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
+    return usage_error(app, e);
   } catch (const commstack::InputError& e) {
     // Raised by option validators (sizes, presets) during parsing.
     fmt::print(stderr, "commstack: error: {}\n", e.what());
