@@ -115,6 +115,14 @@ std::string bench_seed() {
   return dump_report(r);
 }
 
+// A mutated document the way the file loaders take it: parsed, or refused as an InputError.
+template <class Json>
+Json json_or_refuse(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+  return j;
+}
+
 std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   std::string s = seed;
   std::uniform_int_distribution<int> n_ops(1, 8);
@@ -241,8 +249,7 @@ int main(int argc, char** argv) {
       seeds.push_back(commstack::topologies::preset_json(name));
     json_values = true;
     parse = [](const std::string& t) {
-      const nlohmann::json j = nlohmann::json::parse(t, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const auto j = json_or_refuse<nlohmann::json>(t);
       const auto spec = commstack::topologies::parse_cluster(j, "fuzz");
       (void)commstack::topologies::build_topology(spec, std::min(spec.nodes, 4));
     };
@@ -256,8 +263,7 @@ int main(int argc, char** argv) {
     seeds.insert(seeds.end(), more.begin(), more.end());
     json_values = true;
     parse = [](const std::string& t) {
-      const nlohmann::json j = nlohmann::json::parse(t, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const auto j = json_or_refuse<nlohmann::json>(t);
       const auto sc = commstack::sim::scenario::parse_scenario(j, "fuzz");
       for (const auto& run : sc.runs) (void)commstack::sim::scenario::prepare_job(run.job, run.place);
     };
@@ -271,8 +277,7 @@ int main(int argc, char** argv) {
     parse = [](const std::string& t) {
       namespace sw = commstack::sim::sweep;
       namespace scn = commstack::sim::scenario;
-      const auto j = nlohmann::ordered_json::parse(t, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) throw commstack::InputError("fuzz: not valid JSON");
+      const auto j = json_or_refuse<nlohmann::ordered_json>(t);
       const sw::SweepSpec spec = sw::parse_sweep(
           j, "fuzz", std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/sweep", sw::resolve_training_base);
       const auto points = sw::expand(spec);
