@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "calibration/fit/nccl_tests_info_lines.hpp"
 #include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
@@ -344,102 +344,6 @@ NcclTestsOp nccl_tests_op_from_name(std::string_view name) {
 
 namespace {
 
-bool is_env_name(std::string_view name) {
-  if (name.size() <= 5 || name.substr(0, 5) != "NCCL_") return false;
-  for (char c : name)
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
-
-std::string_view unquote(std::string_view v) {
-  while (!v.empty() && (v.front() == '"' || v.front() == '\'')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '"' || v.back() == '\'' || v.back() == ';')) v.remove_suffix(1);
-  return v;
-}
-
-// "host:pid:tid [0] NCCL INFO NCCL_ALGO set by environment to Ring" (NCCL's ncclGetEnv report).
-void note_env_from_info(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
-  constexpr std::string_view kSet = " set by environment to ";
-  const auto at = body.find(kSet);
-  if (at == std::string_view::npos) return;
-  const auto name_toks = split_ws(body.substr(0, at));
-  const auto value_toks = split_ws(body.substr(at + kSet.size()));
-  if (name_toks.empty() || value_toks.empty() || !is_env_name(name_toks.back())) return;
-  std::string_view value = value_toks[0];
-  if (value_toks.size() == 1 && value.size() > 1 && value.back() == '.')
-    value.remove_suffix(1);  // "... to 2."
-  env.try_emplace(std::string(name_toks.back()), NcclTestsEnvSetting{std::string(value), line});
-}
-
-// "NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels
-// per peer": the communicator's channel counts (the first line printed; a count that is not a small
-// positive number leaves the field unset).
-void note_channels_from_info(std::string_view body, int line, NcclTestsResult& res) {
-  if (res.coll_channels || body.find(" coll channels") == std::string_view::npos) return;
-  const auto toks = split_ws(body);
-  for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
-    if (toks[i + 2].substr(0, 8) != "channels") continue;
-    int v = 0;
-    const auto [ptr, ec] = std::from_chars(toks[i].data(), toks[i].data() + toks[i].size(), v);
-    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < 1 || v > 64) continue;
-    if (toks[i + 1] == "coll") res.coll_channels = v;
-    if (toks[i + 1] == "nvls") res.nvls_channels = v;
-  }
-  if (res.coll_channels) res.channels_line = line;
-}
-
-// "NCCL INFO comm 0x55d0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0" (src/init.cc;
-// releases before MNNVL print no such field and leave both unset).
-void note_comm_from_info(std::string_view body, int line, NcclTestsResult& res) {
-  if (res.comm_mnnvl || body.find(" MNNVL ") == std::string_view::npos) return;
-  const auto toks = split_ws(body);
-  std::optional<int> mnnvl, nodes;
-  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    std::int64_t v = 0;
-    if (!to_int64(toks[i + 1], v)) continue;
-    if (toks[i] == "MNNVL" && (v == 0 || v == 1)) mnnvl = static_cast<int>(v);
-    if (toks[i] == "nNodes" && v >= 1 && v <= (1 << 24)) nodes = static_cast<int>(v);
-  }
-  if (!mnnvl) return;
-  res.comm_mnnvl = mnnvl;
-  res.comm_nodes = nodes;
-  res.comm_line = line;
-}
-
-// VAR=value words of a launcher line: "mpirun -x NCCL_ALGO=Ring ...", "srun --export=ALL,NCCL_PROTO=Simple",
-// "NCCL_MIN_CTAS=24 ./all_reduce_perf", "export NCCL_ALGO=Tree".
-void note_env_from_command(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env) {
-  for (auto tok : split_ws(body)) {
-    std::size_t pos = 0;
-    while (pos < tok.size()) {
-      const auto start = tok.find("NCCL_", pos);
-      if (start == std::string_view::npos) break;
-      // The name must start the word or follow '=' / ',' (--export=A,NCCL_X=1, --env=NCCL_X=1).
-      if (start > 0 && tok[start - 1] != ',' && tok[start - 1] != '=' && tok[start - 1] != '"' &&
-          tok[start - 1] != '\'') {
-        pos = start + 5;
-        continue;
-      }
-      const auto eq = tok.find('=', start);
-      const auto comma = tok.find(',', start);
-      if (eq == std::string_view::npos || (comma != std::string_view::npos && comma < eq)) {
-        pos = start + 5;
-        continue;
-      }
-      const std::string_view name = tok.substr(start, eq - start);
-      const auto end = comma == std::string_view::npos ? tok.size() : comma;
-      const std::string_view value = unquote(tok.substr(eq + 1, end - eq - 1));
-      if (is_env_name(name) && !value.empty())
-        env.try_emplace(std::string(name), NcclTestsEnvSetting{std::string(value), line});
-      pos = end;
-    }
-  }
-}
-
-}  // namespace
-
-namespace {
-
 // nccl-tests' own comment lines with their leading '#' lost, as happens when a log is pasted into a
 // Markdown page outside a code block (a line starting with '#' becomes a heading): the run
 // header, "Using devices", the rank lines, the column header and its units line, the
@@ -515,232 +419,235 @@ int count_nccl_tests_runs(std::string_view text) {
   return static_cast<int>(run_spans(split_lines(text)).size());
 }
 
-NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint,
-                                 int run) {
-  NcclTestsResult res;
-  res.origin = origin;
-  const auto lines = split_lines(text);
-  if (trim(text).empty()) throw InputError(fmt::format("{}: empty input, expected nccl-tests output", origin));
+namespace {
 
-  NcclTestsOp op_start = NcclTestsOp::unknown, op_line = NcclTestsOp::unknown, op_cmd = NcclTestsOp::unknown;
-  std::vector<Col> kinds;
-  std::vector<int> half;  // 0 = row key, 1 = out-of-place, 2 = in-place
-  bool in_table = false, done = false;
-  std::set<int> seen_ranks;
-  std::optional<std::size_t> redop_at;  // the redop column's index
-  struct OtherLines {                   // lines inside the table that are not result rows
+// One run of nccl-tests output, read line by line: the result table's columns and rows, and what
+// the comment and launcher lines around it say (ranks, run header, op, NCCL version, footer).
+class RunReader {
+ public:
+  RunReader(NcclTestsResult& res, const std::string& origin) : res_(res), origin_(origin) {}
+
+  // The table's columns from its header's words (or the standard ones of a headerless table).
+  void begin_table(const std::vector<std::string_view>& header, int line);
+  bool in_table() const { return in_table_; }
+
+  // One line; false when the run's table has ended (its footer, or a second table after rows).
+  bool read(const Line& ln);
+
+  // After the last line: the errors of a run without a usable table, and the notes of lines skipped.
+  void finish(const std::vector<Line>& lines, std::size_t run_first, std::size_t run_last);
+
+  // The op the output names, most explicit first (docs/measurement-formats.md), and where it says so.
+  std::pair<NcclTestsOp, std::string> logged_op() const;
+
+ private:
+  bool comment_line(std::string_view body, int line);
+  void launcher_line(std::string_view body, int line);
+  void table_line(std::string_view body, int line);
+  void read_cell(std::size_t i, std::string_view tok, NcclTestsRow& row, int line);
+  void reset_table();
+
+  NcclTestsResult& res_;
+  const std::string& origin_;
+  NcclTestsOp op_start_ = NcclTestsOp::unknown, op_line_ = NcclTestsOp::unknown,
+              op_cmd_ = NcclTestsOp::unknown;
+  std::vector<Col> kinds_;
+  std::vector<int> half_;  // 0 = row key, 1 = out-of-place, 2 = in-place
+  bool in_table_ = false, done_ = false;
+  std::set<int> seen_ranks_;
+  std::optional<std::size_t> redop_at_;  // the redop column's index
+  struct OtherLines {                    // lines inside the table that are not result rows
     int count = 0, line = 0;
     std::string text;
-  } other;
+  } other_;
   struct CutRow {  // a row with too few fields, waiting to see whether it is the table's last
     int line = 0;
     std::string message;
     std::size_t fields = 0, want = 0;
   };
-  std::optional<CutRow> cut;
-  auto read_cell = [&](std::size_t i, std::string_view tok, NcclTestsRow& row, int line) {
-    switch (kinds[i]) {
-      case Col::size: row.size_bytes = need_uint(tok, origin, line, "column 'size'"); break;
-      case Col::count: row.count = need_uint(tok, origin, line, "column 'count'"); break;
-      case Col::type: row.type = std::string(tok); break;
-      case Col::redop: row.redop = std::string(tok); break;
-      case Col::root: row.root = need_int(tok, origin, line, "column 'root'"); break;
-      case Col::timestamp: break;
-      default: {
-        auto& slot = half[i] == 1 ? row.out_of_place : row.in_place;
-        if (!slot) slot.emplace();
-        parse_timing_cell(kinds[i], tok, *slot, origin, line, res.columns[i]);
-      }
-    }
-  };
+  std::optional<CutRow> cut_;
+};
 
-  // The table's columns from its header's words (or the standard ones of a headerless table).
-  auto begin_table = [&](const std::vector<std::string_view>& header, int line) {
-    int time_groups = 0;
-    redop_at.reset();
-    for (auto tok : header) {
-      Col k;
-      if (!column_kind(tok, k)) unknown_column(header, tok, origin, line);
-      if (k == Col::redop) redop_at = kinds.size();
-      if (k == Col::time) ++time_groups;
-      if (time_groups > 2) fail(origin, line, "column header: more than two time columns");
-      kinds.push_back(k);
-      half.push_back(time_groups);
-      res.columns.emplace_back(tok);
+void RunReader::read_cell(std::size_t i, std::string_view tok, NcclTestsRow& row, int line) {
+  switch (kinds_[i]) {
+    case Col::size: row.size_bytes = need_uint(tok, origin_, line, "column 'size'"); break;
+    case Col::count: row.count = need_uint(tok, origin_, line, "column 'count'"); break;
+    case Col::type: row.type = std::string(tok); break;
+    case Col::redop: row.redop = std::string(tok); break;
+    case Col::root: row.root = need_int(tok, origin_, line, "column 'root'"); break;
+    case Col::timestamp: break;
+    default: {
+      auto& slot = half_[i] == 1 ? row.out_of_place : row.in_place;
+      if (!slot) slot.emplace();
+      parse_timing_cell(kinds_[i], tok, *slot, origin_, line, res_.columns[i]);
     }
-    for (std::size_t i = 0; i < kinds.size(); ++i)
-      if (kinds[i] != Col::timestamp && half[i] == 0 && kinds[i] > Col::root)
-        fail(origin, line, fmt::format("column header: '{}' before any time column", res.columns[i]));
-    in_table = true;
-    res.table_first_line = line;
-  };
-
-  // Several runs in one text (a job that ran several *_perf binaries): parse the run-th.
-  const auto spans = run_spans(lines);
-  if (run < 0 || (run > 0 && static_cast<std::size_t>(run) >= spans.size()))
-    throw InputError(fmt::format("{}: run {} asked for, but the output holds {} nccl-tests run(s)", origin,
-                                 run + 1, spans.size()));
-  const std::size_t run_first = spans.empty() ? 0 : spans[static_cast<std::size_t>(run)].first;
-  const std::size_t run_last = spans.empty() ? lines.size() : spans[static_cast<std::size_t>(run)].last;
-
-  // No column header anywhere: rows of nccl-tests' standard 13 columns are read as those, with a note.
-  // (A plain index, npos for none: GCC 12 warns of an optional<size_t> read in the loop below.)
-  const std::size_t headerless =
-      spans.empty() ? headerless_standard_table(lines).value_or(std::string::npos) : std::string::npos;
-  if (headerless != std::string::npos)
-    res.notes.push_back(fmt::format(
-        "{}: no column header: the rows (from line {}) have nccl-tests' standard 13 columns and are read as "
-        "size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place",
-        origin, lines[headerless].number));
-
-  for (std::size_t li = run_first; li < run_last; ++li) {
-    const Line& ln = lines[li];
-    if (done) break;
-    if (li == headerless && !in_table) {
-      static const std::vector<std::string_view> kStandardColumns{"size",  "count", "type",  "redop",  "root",
-                                                                  "time",  "algbw", "busbw", "#wrong", "time",
-                                                                  "algbw", "busbw", "#wrong"};
-      begin_table(kStandardColumns, ln.number);
-    }
-    std::string restored;  // a header line that lost its '#' (docs/measurement-formats.md)
-    std::string_view body = normalized_line(ln.text, restored);
-    if (body.empty()) continue;
-
-    // NCCL's own version line (NCCL_DEBUG=VERSION or INFO), anywhere before the footer.
-    if (auto p = body.find("NCCL version "); p != std::string_view::npos && !res.nccl_version) {
-      auto toks = split_ws(body.substr(p + 13));
-      if (!toks.empty()) res.nccl_version = clean_version(toks[0]);
-    }
-    if (body.find("NCCL INFO") != std::string_view::npos ||
-        body.find("NCCL WARN") != std::string_view::npos) {
-      if (!in_table || res.rows.empty()) {
-        note_env_from_info(body, ln.number, res.env);
-        note_channels_from_info(body, ln.number, res);
-        note_comm_from_info(body, ln.number, res);
-      }
-      continue;  // interleaved NCCL debug output
-    }
-
-    if (body.front() == '#') {
-      std::string_view h = trim(strip_hashes(body));
-      if (is_column_header(body)) {
-        if (in_table) {
-          if (!res.rows.empty()) break;  // a second table starts: keep the first
-          other = OtherLines{};
-          cut.reset();
-          kinds.clear();
-          half.clear();
-          res.columns.clear();
-        }
-        begin_table(split_ws(h), ln.number);
-        continue;
-      }
-      if (first_word_is(h, "Rank")) {
-        if (in_table && !res.rows.empty())
-          fail(origin, ln.number, "rank line inside the result table (mixed output from several runs?)");
-        NcclTestsRank r = parse_rank_line(h, origin, ln.number);
-        if (!seen_ranks.insert(r.rank).second)
-          fail(origin, ln.number, fmt::format("rank line: rank {} listed twice (mixed output from several runs?)", r.rank));
-        res.ranks.push_back(std::move(r));
-        continue;
-      }
-      if (first_word_is(h, "nThread")) {
-        if (res.run.present) fail(origin, ln.number, "a second '# nThread' run header (several runs in one file?)");
-        parse_run_header(h, res.run, origin, ln.number);
-        continue;
-      }
-      if (starts_with_ci(h, "Collective test starting:")) {
-        op_start = nccl_tests_op_from_name(h.substr(25));
-        continue;
-      }
-      if (starts_with_ci(h, "OP:")) {
-        auto toks = split_ws(h.substr(3));
-        if (!toks.empty()) {
-          std::string_view name = toks[0];
-          if (!name.empty() && name.back() == ',') name.remove_suffix(1);
-          op_line = nccl_tests_op_from_name(name);
-        }
-        continue;
-      }
-      if (starts_with_ci(h, "nccl-tests version")) {
-        for (auto tok : split_ws(h))
-          if (starts_with_ci(tok, "nccl-library=")) {
-            std::int64_t code = 0;
-            if (to_int64(tok.substr(13), code)) res.nccl_version = version_from_code(code);
-          }
-        continue;
-      }
-      if (starts_with_ci(h, "Avg bus bandwidth")) {
-        auto colon = h.find(':');
-        auto toks = split_ws(colon == std::string_view::npos ? std::string_view{} : h.substr(colon + 1));
-        if (toks.empty()) fail(origin, ln.number, "footer 'Avg bus bandwidth': value missing (truncated?)");
-        res.avg_busbw_GBps = need_nonneg(toks[0], origin, ln.number, "footer 'Avg bus bandwidth'");
-        if (in_table) done = true;
-        continue;
-      }
-      if (starts_with_ci(h, "Out of bounds values")) {
-        auto colon = h.find(':');
-        auto toks = split_ws(colon == std::string_view::npos ? std::string_view{} : h.substr(colon + 1));
-        if (toks.empty()) fail(origin, ln.number, "footer 'Out of bounds values': value missing (truncated?)");
-        res.out_of_bounds = need_int(toks[0], origin, ln.number, "footer 'Out of bounds values'");
-        continue;
-      }
-      continue;  // other comments
-    }
-
-    if (body == "..." || body == "[...]") {  // a published excerpt left lines out
-      res.elided = true;
-      continue;
-    }
-    if (!in_table) {
-      // Launcher output before the table: NCCL_* settings on a command line, and the benchmark binary.
-      note_env_from_command(body, ln.number, res.env);
-      if (op_cmd == NcclTestsOp::unknown)
-        for (auto tok : split_ws(body)) {
-          auto slash = tok.rfind('/');
-          std::string_view base = slash == std::string_view::npos ? tok : tok.substr(slash + 1);
-          if (base.find("_perf") != std::string_view::npos) {
-            NcclTestsOp o = nccl_tests_op_from_name(base);
-            if (o != NcclTestsOp::unknown) {
-              op_cmd = o;
-              break;
-            }
-          }
-        }
-      continue;
-    }
-    // A data row starts with its size. Any other line inside the table is someone else's output (a
-    // launcher's or driver's message, a user's comment): skipped, and counted in a note.
-    auto toks = split_ws(body);
-    if (std::int64_t lead = 0; toks.empty() || !to_int64(toks[0], lead)) {
-      if (other.count++ == 0) other.line = ln.number, other.text = printable(body);
-      continue;
-    }
-    if (cut) fail(origin, cut->line, cut->message);  // a short row with rows after it: not a cut log
-    bool has_ts = !kinds.empty() && kinds.back() == Col::timestamp;
-    std::size_t want = has_ts ? kinds.size() - 1 : kinds.size();
-    // Old nccl-tests printed no redop word for ops without one (alltoall): the field is blank.
-    if (redop_at && toks.size() + 1 == want && *redop_at < toks.size() && is_number(toks[*redop_at]))
-      toks.insert(toks.begin() + static_cast<std::ptrdiff_t>(*redop_at), std::string_view{});
-    const std::string shape = fmt::format("expected a result row with {} columns ({}), got {} fields", want,
-                                          fmt::join(res.columns, " "), toks.size());
-    if (toks.size() > want && !has_ts) fail(origin, ln.number, shape + " (mixed line?)");
-    if (toks.size() < want) {
-      // Cut short: fine as the last row of a pasted or interrupted log (its fields but the last,
-      // which may be cut mid-word, must still read as their columns), an error anywhere else.
-      NcclTestsRow scratch;
-      for (std::size_t i = 0; i + 1 < toks.size(); ++i) read_cell(i, toks[i], scratch, ln.number);
-      cut = CutRow{ln.number, shape + " (truncated or mixed line?)", toks.size(), want};
-      continue;
-    }
-    NcclTestsRow row;
-    row.line = ln.number;
-    for (std::size_t i = 0; i < want; ++i) read_cell(i, toks[i], row, ln.number);
-    res.rows.push_back(std::move(row));
-    res.table_last_line = ln.number;
   }
+}
 
-  if (kinds.empty()) {
+void RunReader::begin_table(const std::vector<std::string_view>& header, int line) {
+  int time_groups = 0;
+  redop_at_.reset();
+  for (auto tok : header) {
+    Col k;
+    if (!column_kind(tok, k)) unknown_column(header, tok, origin_, line);
+    if (k == Col::redop) redop_at_ = kinds_.size();
+    if (k == Col::time) ++time_groups;
+    if (time_groups > 2) fail(origin_, line, "column header: more than two time columns");
+    kinds_.push_back(k);
+    half_.push_back(time_groups);
+    res_.columns.emplace_back(tok);
+  }
+  for (std::size_t i = 0; i < kinds_.size(); ++i)
+    if (kinds_[i] != Col::timestamp && half_[i] == 0 && kinds_[i] > Col::root)
+      fail(origin_, line, fmt::format("column header: '{}' before any time column", res_.columns[i]));
+  in_table_ = true;
+  res_.table_first_line = line;
+}
+
+void RunReader::reset_table() {
+  other_ = OtherLines{};
+  cut_.reset();
+  kinds_.clear();
+  half_.clear();
+  res_.columns.clear();
+}
+
+bool RunReader::read(const Line& ln) {
+  if (done_) return false;
+  std::string restored;  // a header line that lost its '#' (docs/measurement-formats.md)
+  const std::string_view body = normalized_line(ln.text, restored);
+  if (body.empty()) return true;
+
+  // NCCL's own version line (NCCL_DEBUG=VERSION or INFO), anywhere before the footer.
+  if (auto p = body.find("NCCL version "); p != std::string_view::npos && !res_.nccl_version) {
+    auto toks = split_ws(body.substr(p + 13));
+    if (!toks.empty()) res_.nccl_version = clean_version(toks[0]);
+  }
+  if (body.find("NCCL INFO") != std::string_view::npos || body.find("NCCL WARN") != std::string_view::npos) {
+    if (!in_table_ || res_.rows.empty()) {
+      note_env_from_info(body, ln.number, res_.env);
+      note_channels_from_info(body, ln.number, res_);
+      note_comm_from_info(body, ln.number, res_);
+    }
+    return true;  // interleaved NCCL debug output
+  }
+  if (body.front() == '#') return comment_line(body, ln.number);
+  if (body == "..." || body == "[...]") {  // a published excerpt left lines out
+    res_.elided = true;
+    return true;
+  }
+  if (!in_table_)
+    launcher_line(body, ln.number);
+  else
+    table_line(body, ln.number);
+  return true;
+}
+
+// The text after a footer's colon: its first word, or a clear error when the line is cut there.
+std::string_view footer_value(std::string_view h, std::string_view name, const std::string& origin,
+                              int line) {
+  const auto colon = h.find(':');
+  const auto toks = split_ws(colon == std::string_view::npos ? std::string_view{} : h.substr(colon + 1));
+  if (toks.empty()) fail(origin, line, fmt::format("footer '{}': value missing (truncated?)", name));
+  return toks[0];
+}
+
+bool RunReader::comment_line(std::string_view body, int line) {
+  const std::string_view h = trim(strip_hashes(body));
+  if (is_column_header(body)) {
+    if (in_table_) {
+      if (!res_.rows.empty()) return false;  // a second table starts: keep the first
+      reset_table();
+    }
+    begin_table(split_ws(h), line);
+  } else if (first_word_is(h, "Rank")) {
+    if (in_table_ && !res_.rows.empty())
+      fail(origin_, line, "rank line inside the result table (mixed output from several runs?)");
+    NcclTestsRank r = parse_rank_line(h, origin_, line);
+    if (!seen_ranks_.insert(r.rank).second)
+      fail(origin_, line,
+           fmt::format("rank line: rank {} listed twice (mixed output from several runs?)", r.rank));
+    res_.ranks.push_back(std::move(r));
+  } else if (first_word_is(h, "nThread")) {
+    if (res_.run.present) fail(origin_, line, "a second '# nThread' run header (several runs in one file?)");
+    parse_run_header(h, res_.run, origin_, line);
+  } else if (starts_with_ci(h, "Collective test starting:")) {
+    op_start_ = nccl_tests_op_from_name(h.substr(25));
+  } else if (starts_with_ci(h, "OP:")) {
+    auto toks = split_ws(h.substr(3));
+    if (!toks.empty()) {
+      std::string_view name = toks[0];
+      if (!name.empty() && name.back() == ',') name.remove_suffix(1);
+      op_line_ = nccl_tests_op_from_name(name);
+    }
+  } else if (starts_with_ci(h, "nccl-tests version")) {
+    for (auto tok : split_ws(h))
+      if (starts_with_ci(tok, "nccl-library=")) {
+        std::int64_t code = 0;
+        if (to_int64(tok.substr(13), code)) res_.nccl_version = version_from_code(code);
+      }
+  } else if (starts_with_ci(h, "Avg bus bandwidth")) {
+    res_.avg_busbw_GBps = need_nonneg(footer_value(h, "Avg bus bandwidth", origin_, line), origin_, line,
+                                      "footer 'Avg bus bandwidth'");
+    if (in_table_) done_ = true;
+  } else if (starts_with_ci(h, "Out of bounds values")) {
+    res_.out_of_bounds = need_int(footer_value(h, "Out of bounds values", origin_, line), origin_, line,
+                                  "footer 'Out of bounds values'");
+  }
+  return true;  // other comments are skipped
+}
+
+// Launcher output before the table: NCCL_* settings on a command line, and the benchmark binary.
+void RunReader::launcher_line(std::string_view body, int line) {
+  note_env_from_command(body, line, res_.env);
+  if (op_cmd_ != NcclTestsOp::unknown) return;
+  for (auto tok : split_ws(body)) {
+    const auto slash = tok.rfind('/');
+    const std::string_view base = slash == std::string_view::npos ? tok : tok.substr(slash + 1);
+    if (base.find("_perf") == std::string_view::npos) continue;
+    const NcclTestsOp o = nccl_tests_op_from_name(base);
+    if (o != NcclTestsOp::unknown) {
+      op_cmd_ = o;
+      return;
+    }
+  }
+}
+
+// A data row starts with its size. Any other line inside the table is someone else's output (a
+// launcher's or driver's message, a user's comment): skipped, and counted in a note.
+void RunReader::table_line(std::string_view body, int line) {
+  auto toks = split_ws(body);
+  if (std::int64_t lead = 0; toks.empty() || !to_int64(toks[0], lead)) {
+    if (other_.count++ == 0) other_.line = line, other_.text = printable(body);
+    return;
+  }
+  if (cut_) fail(origin_, cut_->line, cut_->message);  // a short row with rows after it: not a cut log
+  const bool has_ts = !kinds_.empty() && kinds_.back() == Col::timestamp;
+  const std::size_t want = has_ts ? kinds_.size() - 1 : kinds_.size();
+  // Old nccl-tests printed no redop word for ops without one (alltoall): the field is blank.
+  if (redop_at_ && toks.size() + 1 == want && *redop_at_ < toks.size() && is_number(toks[*redop_at_]))
+    toks.insert(toks.begin() + static_cast<std::ptrdiff_t>(*redop_at_), std::string_view{});
+  const std::string shape = fmt::format("expected a result row with {} columns ({}), got {} fields", want,
+                                        fmt::join(res_.columns, " "), toks.size());
+  if (toks.size() > want && !has_ts) fail(origin_, line, shape + " (mixed line?)");
+  if (toks.size() < want) {
+    // Cut short: fine as the last row of a pasted or interrupted log (its fields but the last,
+    // which may be cut mid-word, must still read as their columns), an error anywhere else.
+    NcclTestsRow scratch;
+    for (std::size_t i = 0; i + 1 < toks.size(); ++i) read_cell(i, toks[i], scratch, line);
+    cut_ = CutRow{line, shape + " (truncated or mixed line?)", toks.size(), want};
+    return;
+  }
+  NcclTestsRow row;
+  row.line = line;
+  for (std::size_t i = 0; i < want; ++i) read_cell(i, toks[i], row, line);
+  res_.rows.push_back(std::move(row));
+  res_.table_last_line = line;
+}
+
+void RunReader::finish(const std::vector<Line>& lines, std::size_t run_first, std::size_t run_last) {
+  const std::string& origin = origin_;
+  if (kinds_.empty()) {
     if (std::any_of(lines.begin(), lines.end(),
                     [](const Line& l) { return l.text.find("NCCL INFO") != std::string_view::npos; }))
       throw InputError(
@@ -761,46 +668,83 @@ NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origi
                                  "is this nccl-tests output?",
                                  origin));
   }
-  if (std::find(kinds.begin(), kinds.end(), Col::size) == kinds.end())
+  if (std::find(kinds_.begin(), kinds_.end(), Col::size) == kinds_.end())
     throw InputError(fmt::format("{}: the result table has no 'size' column", origin));
-  if (res.rows.empty()) {
-    if (cut)
+  if (res_.rows.empty()) {
+    if (cut_)
       throw InputError(
           fmt::format("{}:{}: the result table's only row is cut short ({}); no complete row to use", origin,
-                      cut->line, cut->message));
-    if (other.count > 0)
+                      cut_->line, cut_->message));
+    if (other_.count > 0)
       throw InputError(
           fmt::format("{}: the result table (header at line {}) has no data rows; the first line "
                       "after it is line {}: '{}' (did the run stop after printing the header?)",
-                      origin, res.table_first_line, other.line, other.text));
+                      origin, res_.table_first_line, other_.line, other_.text));
     throw InputError(fmt::format("{}: the result table has no data rows (empty or truncated output)", origin));
   }
-  if (cut)
-    res.notes.push_back(
+  if (cut_)
+    res_.notes.push_back(
         fmt::format("{}:{}: the table's last row has {} of its {} fields (the log is cut short?): "
                     "not used",
-                    origin, cut->line, cut->fields, cut->want));
-  if (other.count > 0)
-    res.notes.push_back(
+                    origin, cut_->line, cut_->fields, cut_->want));
+  if (other_.count > 0)
+    res_.notes.push_back(
         fmt::format("{}: {} line(s) inside the result table are not result rows and were skipped "
                     "(the first, line {}: '{}')",
-                    origin, other.count, other.line, other.text));
+                    origin, other_.count, other_.line, other_.text));
+}
 
-  // Op evidence in the output, most explicit first (docs/measurement-formats.md); the file name last.
-  auto base_name = [&]() {
-    auto slash = origin.find_last_of("/\\");
-    return slash == std::string::npos ? origin : origin.substr(slash + 1);
-  };
-  NcclTestsOp logged = NcclTestsOp::unknown;
-  std::string source = "unknown";
-  if (op_start != NcclTestsOp::unknown)
-    logged = op_start, source = "test-start line";
-  else if (op_line != NcclTestsOp::unknown)
-    logged = op_line, source = "OP line";
-  else if (op_cmd != NcclTestsOp::unknown)
-    logged = op_cmd, source = "command line";
-  else if (auto o = op_in_text(base_name()); o != NcclTestsOp::unknown)
-    logged = o, source = "filename";
+std::pair<NcclTestsOp, std::string> RunReader::logged_op() const {
+  if (op_start_ != NcclTestsOp::unknown) return {op_start_, "test-start line"};
+  if (op_line_ != NcclTestsOp::unknown) return {op_line_, "OP line"};
+  if (op_cmd_ != NcclTestsOp::unknown) return {op_cmd_, "command line"};
+  // The file name last.
+  const auto slash = origin_.find_last_of("/\\");
+  const std::string base = slash == std::string::npos ? origin_ : origin_.substr(slash + 1);
+  if (auto o = op_in_text(base); o != NcclTestsOp::unknown) return {o, "filename"};
+  return {NcclTestsOp::unknown, "unknown"};
+}
+
+}  // namespace
+
+NcclTestsResult parse_nccl_tests(std::string_view text, const std::string& origin, NcclTestsOp op_hint,
+                                 int run) {
+  NcclTestsResult res;
+  res.origin = origin;
+  const auto lines = split_lines(text);
+  if (trim(text).empty())
+    throw InputError(fmt::format("{}: empty input, expected nccl-tests output", origin));
+
+  // Several runs in one text (a job that ran several *_perf binaries): parse the run-th.
+  const auto spans = run_spans(lines);
+  if (run < 0 || (run > 0 && static_cast<std::size_t>(run) >= spans.size()))
+    throw InputError(fmt::format("{}: run {} asked for, but the output holds {} nccl-tests run(s)", origin,
+                                 run + 1, spans.size()));
+  const std::size_t run_first = spans.empty() ? 0 : spans[static_cast<std::size_t>(run)].first;
+  const std::size_t run_last = spans.empty() ? lines.size() : spans[static_cast<std::size_t>(run)].last;
+
+  // No column header anywhere: rows of nccl-tests' standard 13 columns are read as those, with a note.
+  // (A plain index, npos for none: GCC 12 warns of an optional<size_t> read in the loop below.)
+  const std::size_t headerless =
+      spans.empty() ? headerless_standard_table(lines).value_or(std::string::npos) : std::string::npos;
+  if (headerless != std::string::npos)
+    res.notes.push_back(fmt::format(
+        "{}: no column header: the rows (from line {}) have nccl-tests' standard 13 columns and are read as "
+        "size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place",
+        origin, lines[headerless].number));
+
+  RunReader reader(res, origin);
+  for (std::size_t li = run_first; li < run_last; ++li) {
+    if (li == headerless && !reader.in_table()) {
+      static const std::vector<std::string_view> kStandardColumns{"size",  "count", "type",  "redop",  "root",
+                                                                  "time",  "algbw", "busbw", "#wrong", "time",
+                                                                  "algbw", "busbw", "#wrong"};
+      reader.begin_table(kStandardColumns, lines[li].number);
+    }
+    if (!reader.read(lines[li])) break;
+  }
+  reader.finish(lines, run_first, run_last);
+  const auto [logged, source] = reader.logged_op();
   finish_nccl_tests_result(res, op_hint, logged, source);
   return res;
 }
