@@ -1,5 +1,6 @@
 // `commstack collective`: predict an nccl-tests sweep (all_reduce_perf & co.) of one collective
-// over every GPU of a cluster, with the SimGrid engine and the ring-family algorithms of sim/.
+// over every GPU of a cluster, with the calibrated stack model (sim/stack) or, with --profile none,
+// the SimGrid fabric simulation of the algorithms' flows (sim/algorithms, sim/engine).
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -82,6 +83,201 @@ double default_chunk(sim::CollectiveOp op, sim::Algorithm algorithm) {
   }
 }
 
+// --algo with --profile none: the SimGrid simulation's algorithm (ring by default), checked
+// against the op and the fabric-only flags; the model line of the sweep's header says which.
+sim::Algorithm fabric_algorithm(const CollectiveOptions& o, sim::CollectiveOp op) {
+  const sim::Algorithm algorithm = o.profile == "none" && !o.algo.empty()
+                                       ? sim::algorithm_from_string(o.algo, "--algo")
+                                       : sim::Algorithm::ring;
+  if (algorithm == sim::Algorithm::tree && op != sim::CollectiveOp::allreduce)
+    throw InputError(fmt::format(
+        "--algo {}: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", o.algo, o.op));
+  if (algorithm == sim::Algorithm::pat && o.chunk_bytes != "auto")
+    throw InputError(
+        fmt::format("--chunk-bytes {}: PAT moves each aggregated step as one transfer, there is no chunk to "
+                    "set; drop the flag",
+                    o.chunk_bytes));
+  const bool in_switch = algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree ||
+                         algorithm == sim::Algorithm::collnet_direct ||
+                         algorithm == sim::Algorithm::collnet_chain;
+  if (in_switch && !o.otf2.empty())
+    throw InputError(
+        fmt::format("--otf2 records messages between ranks, and --algo {} moves its data through switches "
+                    "that reduce: use "
+                    "--trace for its flows",
+                    o.algo));
+  return algorithm;
+}
+
+std::string fabric_model_text(sim::Algorithm algorithm, int channels) {
+  return fmt::format(
+      "uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
+      algorithm == sim::Algorithm::tree   ? ", NCCL's double binary tree"
+      : algorithm == sim::Algorithm::nvls ? ", NVLS (reduction and multicast in the NVSwitch)"
+      : algorithm == sim::Algorithm::nvlstree
+          ? ", NVLSTree (NVLS in each NVLink domain, NCCL's double binary tree between them)"
+      : algorithm == sim::Algorithm::pat ? ", PAT (binomial trees, one aggregated transfer per step)"
+      : algorithm == sim::Algorithm::collnet_direct
+          ? ", CollNetDirect (scatter to the NIC heads, SHARP reduction in the fabric switches, gather)"
+      : algorithm == sim::Algorithm::collnet_chain
+          ? ", CollNetChain (a chain to the NIC head in each node, SHARP reduction in the fabric switches)"
+          : "");
+}
+
+// The stack model's knobs from the NCCL-like flags (NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_CTAS, ...).
+sim::stack::Knobs stack_knobs(const CollectiveOptions& o) {
+  sim::stack::Knobs knobs;
+  if (!o.algo.empty()) knobs.env.algo = o.algo;
+  if (!o.proto.empty()) knobs.env.proto = o.proto;
+  if (!o.min_channels.empty())
+    knobs.env.min_ctas = static_cast<int>(parse_int(o.min_channels, "--min-channels", 1, 64));
+  if (!o.max_channels.empty())
+    knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
+  if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
+  if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
+  if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
+  if (!o.buffsize.empty()) {
+    knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
+    sim::protocol::check_buffer_bytes(knobs.buffsize, "--buffsize");
+  }
+  if (!o.nccl_version.empty())
+    knobs.nccl_version = select::parse_nccl_version(o.nccl_version, "--nccl-version");
+  if (!o.gpus_per_thread.empty())
+    knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
+  select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
+  if (knobs.env.algo) select::apply_nccl_list(*knobs.env.algo, "--algo", true, check);
+  if (knobs.env.proto) select::apply_nccl_list(*knobs.env.proto, "--proto", false, check);
+  return knobs;
+}
+
+// The calibrated stack model, when it predicts the sweep; empty for the SimGrid fabric simulation.
+struct StackModel {
+  std::optional<sim::stack::Predictor> predictor;
+  sim::stack::Profile profile;
+};
+
+// Which model predicts the sweep, with its line in the header (`info.model`). The stack model needs a
+// GPU generation it knows; with --profile auto a cluster whose GPU it does not know is simulated on
+// the fabric alone, and the header says so.
+StackModel choose_model(const CollectiveOptions& o, const topologies::ClusterSpec& spec,
+                        const topologies::Topology& topo, sim::Algorithm algorithm, int channels,
+                        sim::SweepInfo& info) {
+  const bool fabric_flags = o.channels != "auto" || o.chunk_bytes != "auto" || o.step_overhead != "0" ||
+                            o.alltoall_peers != "0" || o.fidelity != "auto" || !o.trace.empty() ||
+                            !o.otf2.empty();
+  // --algo also picks the SimGrid simulation's all-reduce algorithm (ring or tree).
+  const bool stack_flags = o.breakdown || (!o.algo.empty() && o.profile != "none") || !o.proto.empty() ||
+                           !o.min_channels.empty() || !o.max_channels.empty() || !o.nvls.empty() ||
+                           !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
+                           !o.cuda_graph.empty() || !o.nccl_version.empty();
+  StackModel model;
+  if (o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
+    if (stack_flags)
+      throw InputError(fmt::format(
+          "--breakdown/--algo/--proto/...: these need the stack model, which knows A100, H100/H200/GH200 and "
+          "B200/GB200 but not cluster {}'s GPU '{}'; drop them to run the uncalibrated SimGrid fabric "
+          "simulation",
+          o.cluster, spec.node.gpu_model));
+    info.model = fmt::format(
+        "uncalibrated SimGrid fabric simulation, {} channel(s) (no calibration profile for GPU '{}')",
+        channels, spec.node.gpu_model);
+    return model;
+  }
+  if (o.profile == "none") {
+    if (stack_flags)
+      throw InputError(
+          "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
+          "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
+          "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls, "
+          "nvlstree, pat, collnetdirect or collnetchain");
+    info.model = fabric_model_text(algorithm, channels);
+    return model;
+  }
+  if (fabric_flags)
+    throw InputError(
+        "--channels/--chunk-bytes/--step-overhead/--alltoall-peers/--fidelity/--trace/--otf2 shape or record "
+        "the "
+        "SimGrid fabric simulation: add --profile none (the default is the calibrated stack model)");
+  const sim::stack::Knobs knobs = stack_knobs(o);
+  model.predictor.emplace(spec, topo.nodes, topo.gpus_per_node, knobs);
+  const int sm = model.predictor->geometry().sm;
+  model.profile = o.profile == "auto" ? sim::stack::default_profile_for_gpu(spec.node.gpu_model)
+                                      : sim::stack::load_profile(o.profile);
+  if (model.profile.sm != sm)
+    throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})",
+                                 o.profile, model.profile.sm, o.cluster, sm));
+  info.model = fmt::format("calibrated stack model, profile {} ({}), NCCL {} selection", model.profile.name,
+                           model.profile.origin, select::to_string(knobs.nccl_version));
+  // The communicator as NCCL's topology search builds it (what NCCL_DEBUG=INFO prints at init).
+  info.model += "; " + select::describe_comm(model.predictor->shape());
+  info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
+  return model;
+}
+
+// One size with the stack model: the point, and its --breakdown line.
+std::string predict_point(const StackModel& model, sim::CollectiveOp op, int n, sim::SweepPoint& p) {
+  const auto pr = model.predictor->predict(op, p.size.bytes, model.profile);
+  p.time_s = pr.time_s;
+  p.algorithm = pr.algorithm;
+  p.protocol = select::to_string(pr.proto);
+  p.nccl_channels = pr.channels;
+  sim::set_bandwidths(p, op, n);
+  const auto& b = pr.breakdown;
+  return fmt::format(
+      "# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport "
+      "{:.2f} protocol {:.2f} "
+      "contention {:.2f} = {:.2f} us{}",
+      p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
+      b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6,
+      b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6,
+      // Where the fabric is slower than the NICs for this pattern, say by how much.
+      pr.contention_factor > 1.0 ? fmt::format(" (fabric {:.3f}x slower than the NICs)", pr.contention_factor)
+                                 : "");
+}
+
+// One size with the SimGrid fabric simulation (a zero-byte call simulates nothing); the run's flows
+// when `record`.
+std::vector<sim::FlowRecord> simulate_point(sim::Simulator& simulator, const topologies::Topology& topo,
+                                            const sim::CollectiveSpec& base, bool auto_chunk, bool record,
+                                            sim::SweepPoint& p) {
+  sim::CollectiveSpec cs = base;
+  cs.bytes = static_cast<double>(p.size.bytes);
+  // NCCL shrinks CollNet's chunk for calls too small to fill its pipeline.
+  if (auto_chunk && cs.bytes > 0 &&
+      (cs.algorithm == sim::Algorithm::collnet_direct || cs.algorithm == sim::Algorithm::collnet_chain))
+    cs.chunk_bytes = sim::collnet_nccl_chunk(topo, cs);
+  sim::FlowGraph graph;
+  if (p.size.bytes > 0) {
+    const sim::CollectivePlan plan = sim::add_collective(graph, topo, cs);
+    p.fidelity = plan.fidelity;
+    p.flows = plan.flows;
+    p.chunks = plan.chunks;
+  }
+  sim::RunResult r = simulator.run(graph, record);
+  p.time_s = r.duration_s;
+  return std::move(r.flows);
+}
+
+// The largest size's flows, as a Perfetto trace (--trace) and an OTF2 archive (--otf2).
+void write_recordings(const CollectiveOptions& o, const topologies::Topology& topo, sim::CollectiveOp op,
+                      const sim::SweepInfo& info, const std::vector<sim::SweepPoint>& points,
+                      const std::vector<sim::FlowRecord>& last_flows) {
+  if (!o.trace.empty()) {
+    std::ofstream out(o.trace);
+    if (!out) throw InputError(fmt::format("--trace {}: cannot open the file for writing", o.trace));
+    out << sim::format_trace(topo, last_flows);
+    if (!out) throw InputError(fmt::format("--trace {}: write failed", o.trace));
+  }
+  if (!o.otf2.empty()) {
+    const auto w = sim::write_otf2(
+        sim::otf2_sweep_timeline(topo, op, points, last_flows,
+                                 fmt::format("commstack collective: {} on {}", o.op, info.cluster)),
+        o.otf2);
+    fmt::print(stderr, "commstack: wrote OTF2 archive {} ({} locations, {} events)\n", w.anchor, w.locations,
+               w.events);
+  }
+}
+
 void run(const CollectiveOptions& o) {
   const sim::CollectiveOp op = sim::collective_op_from_string(o.op);
   const sim::Fidelity fidelity = sim::fidelity_from_string(o.fidelity);
@@ -110,27 +306,7 @@ void run(const CollectiveOptions& o) {
   const auto topo = topologies::build_topology(spec, nodes, gpn);
   const int channels = o.channels == "auto" ? default_channels(topo)
                                             : static_cast<int>(parse_int(o.channels, "--channels", 1, 64));
-  // With --profile none, --algo is the SimGrid simulation's all-reduce algorithm.
-  const sim::Algorithm algorithm = o.profile == "none" && !o.algo.empty()
-                                       ? sim::algorithm_from_string(o.algo, "--algo")
-                                       : sim::Algorithm::ring;
-  if (algorithm == sim::Algorithm::tree && op != sim::CollectiveOp::allreduce)
-    throw InputError(fmt::format(
-        "--algo {}: the tree algorithm runs all-reduce only (as NCCL's Tree), not {}", o.algo, o.op));
-  if (algorithm == sim::Algorithm::pat && o.chunk_bytes != "auto")
-    throw InputError(
-        fmt::format("--chunk-bytes {}: PAT moves each aggregated step as one transfer, there is no chunk to "
-                    "set; drop the flag",
-                    o.chunk_bytes));
-  const bool in_switch = algorithm == sim::Algorithm::nvls || algorithm == sim::Algorithm::nvlstree ||
-                         algorithm == sim::Algorithm::collnet_direct ||
-                         algorithm == sim::Algorithm::collnet_chain;
-  if (in_switch && !o.otf2.empty())
-    throw InputError(
-        fmt::format("--otf2 records messages between ranks, and --algo {} moves its data through switches "
-                    "that reduce: use "
-                    "--trace for its flows",
-                    o.algo));
+  const sim::Algorithm algorithm = fabric_algorithm(o, op);
   const double chunk = o.chunk_bytes == "auto"
                            ? default_chunk(op, algorithm)
                            : static_cast<double>(parse_bytes(o.chunk_bytes, "--chunk-bytes"));
@@ -156,91 +332,10 @@ void run(const CollectiveOptions& o) {
   info.min_bytes = min_bytes;
   info.max_bytes = max_bytes;
   info.step_factor = factor;
+  const StackModel model = choose_model(o, spec, topo, algorithm, channels, info);
+  const bool use_stack = model.predictor.has_value();
 
-  // The model. The stack model needs a GPU generation it knows; with --profile auto a cluster whose
-  // GPU it does not know is simulated on the fabric alone, and the header says so.
-  const bool fabric_flags = o.channels != "auto" || o.chunk_bytes != "auto" || o.step_overhead != "0" ||
-                            o.alltoall_peers != "0" || o.fidelity != "auto" || !o.trace.empty() ||
-                            !o.otf2.empty();
-  // --algo also picks the SimGrid simulation's all-reduce algorithm (ring or tree).
-  const bool stack_flags = o.breakdown || (!o.algo.empty() && o.profile != "none") || !o.proto.empty() ||
-                           !o.min_channels.empty() || !o.max_channels.empty() || !o.nvls.empty() ||
-                           !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
-                           !o.cuda_graph.empty() || !o.nccl_version.empty();
-  bool use_stack = o.profile != "none";
-  if (use_stack && o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
-    if (stack_flags)
-      throw InputError(fmt::format(
-          "--breakdown/--algo/--proto/...: these need the stack model, which knows A100, H100/H200/GH200 and "
-          "B200/GB200 but not cluster {}'s GPU '{}'; drop them to run the uncalibrated SimGrid fabric "
-          "simulation",
-          o.cluster, spec.node.gpu_model));
-    use_stack = false;
-    info.model = fmt::format(
-        "uncalibrated SimGrid fabric simulation, {} channel(s) (no calibration profile for GPU '{}')",
-        channels, spec.node.gpu_model);
-  } else if (!use_stack) {
-    info.model = fmt::format(
-        "uncalibrated SimGrid fabric simulation, {} channel(s){} (--profile none)", channels,
-        base.algorithm == sim::Algorithm::tree   ? ", NCCL's double binary tree"
-        : base.algorithm == sim::Algorithm::nvls ? ", NVLS (reduction and multicast in the NVSwitch)"
-        : base.algorithm == sim::Algorithm::nvlstree
-            ? ", NVLSTree (NVLS in each NVLink domain, NCCL's double binary tree between them)"
-        : base.algorithm == sim::Algorithm::pat ? ", PAT (binomial trees, one aggregated transfer per step)"
-        : base.algorithm == sim::Algorithm::collnet_direct
-            ? ", CollNetDirect (scatter to the NIC heads, SHARP reduction in the fabric switches, gather)"
-        : base.algorithm == sim::Algorithm::collnet_chain
-            ? ", CollNetChain (a chain to the NIC head in each node, SHARP reduction in the fabric switches)"
-            : "");
-  }
-  if (use_stack && fabric_flags)
-    throw InputError(
-        "--channels/--chunk-bytes/--step-overhead/--alltoall-peers/--fidelity/--trace/--otf2 shape or record "
-        "the "
-        "SimGrid fabric simulation: add --profile none (the default is the calibrated stack model)");
-  std::optional<sim::stack::Predictor> predictor;
-  sim::stack::Profile profile;
-  if (use_stack) {
-    sim::stack::Knobs knobs;
-    if (!o.algo.empty()) knobs.env.algo = o.algo;
-    if (!o.proto.empty()) knobs.env.proto = o.proto;
-    if (!o.min_channels.empty()) knobs.env.min_ctas = static_cast<int>(parse_int(o.min_channels, "--min-channels", 1, 64));
-    if (!o.max_channels.empty()) knobs.env.max_ctas = static_cast<int>(parse_int(o.max_channels, "--max-channels", 1, 64));
-    if (!o.nvls.empty()) knobs.env.nvls_enable = parse_nccl_switch(o.nvls, "--nvls") ? 1 : 0;
-    if (!o.collnet.empty()) knobs.collnet = parse_nccl_switch(o.collnet, "--collnet");
-    if (!o.cuda_graph.empty()) knobs.cuda_graph = parse_on_off(o.cuda_graph, "--cuda-graph");
-    if (!o.buffsize.empty()) {
-      knobs.buffsize = parse_bytes(o.buffsize, "--buffsize");
-      sim::protocol::check_buffer_bytes(knobs.buffsize, "--buffsize");
-    }
-    if (!o.nccl_version.empty())
-      knobs.nccl_version = select::parse_nccl_version(o.nccl_version, "--nccl-version");
-    if (!o.gpus_per_thread.empty())
-      knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
-    select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
-    if (knobs.env.algo) select::apply_nccl_list(*knobs.env.algo, "--algo", true, check);
-    if (knobs.env.proto) select::apply_nccl_list(*knobs.env.proto, "--proto", false, check);
-    predictor.emplace(spec, topo.nodes, topo.gpus_per_node, knobs);
-    const int sm = predictor->geometry().sm;
-    profile = o.profile == "auto" ? sim::stack::default_profile_for_gpu(spec.node.gpu_model)
-                                  : sim::stack::load_profile(o.profile);
-    if (profile.sm != sm)
-      throw InputError(fmt::format("--profile {}: a profile for sm {} cannot predict cluster {} (sm {})", o.profile,
-                                   profile.sm, o.cluster, sm));
-    info.model = fmt::format("calibrated stack model, profile {} ({}), NCCL {} selection", profile.name,
-                             profile.origin, select::to_string(knobs.nccl_version));
-    // The communicator as NCCL's topology search builds it (what NCCL_DEBUG=INFO prints at init).
-    info.model += "; " + select::describe_comm(predictor->shape());
-    info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
-  } else if (stack_flags) {
-    throw InputError(
-        "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
-        "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
-        "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls, "
-        "nvlstree, pat, collnetdirect or collnetchain");
-  }
   std::vector<std::string> breakdown_lines;
-
   sim::Simulator simulator(topo);
   std::vector<sim::SweepPoint> points;
   std::vector<sim::FlowRecord> last_flows;
@@ -248,62 +343,20 @@ void run(const CollectiveOptions& o) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     sim::SweepPoint p;
     p.size = sim::sweep_size(op, sizes[i], n, info.type_size);
-    sim::CollectiveSpec cs = base;
-    cs.bytes = static_cast<double>(p.size.bytes);
-    // NCCL shrinks CollNet's chunk for calls too small to fill its pipeline.
-    if (o.chunk_bytes == "auto" && !use_stack && cs.bytes > 0 &&
-        (cs.algorithm == sim::Algorithm::collnet_direct || cs.algorithm == sim::Algorithm::collnet_chain))
-      cs.chunk_bytes = sim::collnet_nccl_chunk(topo, cs);
-    sim::FlowGraph graph;
     // A zero-element collective returns at once in NCCL: nothing to simulate.
-    if (predictor && p.size.bytes > 0) {
-      const auto pr = predictor->predict(op, p.size.bytes, profile);
-      p.time_s = pr.time_s;
-      p.algorithm = pr.algorithm;
-      p.protocol = select::to_string(pr.proto);
-      p.nccl_channels = pr.channels;
-      sim::set_bandwidths(p, op, n);
+    if (use_stack && p.size.bytes > 0) {
+      breakdown_lines.push_back(predict_point(model, op, n, p));
       points.push_back(p);
-      const auto& b = pr.breakdown;
-      breakdown_lines.push_back(
-          fmt::format("# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport "
-                      "{:.2f} protocol {:.2f} "
-                      "contention {:.2f} = {:.2f} us{}",
-                      p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
-                      b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6,
-                      b.transport_s * 1e6, b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6,
-                      // Where the fabric is slower than the NICs for this pattern, say by how much.
-                      pr.contention_factor > 1.0
-                          ? fmt::format(" (fabric {:.3f}x slower than the NICs)", pr.contention_factor)
-                          : ""));
       continue;
     }
-    if (p.size.bytes > 0) {
-      const sim::CollectivePlan plan = sim::add_collective(graph, topo, cs);
-      p.fidelity = plan.fidelity;
-      p.flows = plan.flows;
-      p.chunks = plan.chunks;
-    }
     const bool record = (!o.trace.empty() || !o.otf2.empty()) && i + 1 == sizes.size();
-    sim::RunResult r = simulator.run(graph, record);
-    p.time_s = r.duration_s;
+    auto flows = simulate_point(simulator, topo, base, o.chunk_bytes == "auto", record, p);
     sim::set_bandwidths(p, op, n);
     points.push_back(p);
-    if (record) last_flows = std::move(r.flows);
+    if (record) last_flows = std::move(flows);
   }
 
-  if (!o.trace.empty()) {
-    std::ofstream out(o.trace);
-    if (!out) throw InputError(fmt::format("--trace {}: cannot open the file for writing", o.trace));
-    out << sim::format_trace(topo, last_flows);
-    if (!out) throw InputError(fmt::format("--trace {}: write failed", o.trace));
-  }
-  if (!o.otf2.empty()) {
-    const auto w = sim::write_otf2(
-        sim::otf2_sweep_timeline(topo, op, points, last_flows, fmt::format("commstack collective: {} on {}", o.op, info.cluster)),
-        o.otf2);
-    fmt::print(stderr, "commstack: wrote OTF2 archive {} ({} locations, {} events)\n", w.anchor, w.locations, w.events);
-  }
+  write_recordings(o, topo, op, info, points, last_flows);
   if (o.format == "csv") {
     fmt::print("{}", sim::format_csv(info, points));
   } else if (o.format == "json") {
@@ -312,7 +365,8 @@ void run(const CollectiveOptions& o) {
     fmt::print("{}", sim::format_nccl_tests(info, points));
   }
   if (o.breakdown) {
-    fmt::print("# stack-model breakdown per size (profile {}): algorithm/protocol/channels, layers in us\n", profile.name);
+    fmt::print("# stack-model breakdown per size (profile {}): algorithm/protocol/channels, layers in us\n",
+               model.profile.name);
     for (const auto& line : breakdown_lines) fmt::print("{}\n", line);
   }
 }
