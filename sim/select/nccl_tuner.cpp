@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -82,13 +83,11 @@ double ring_net_overhead_us(const CommShape& s, const NcclEnv& env, Proto proto)
   return net_overhead(s, env) * (proto == Proto::simple ? 3 : 1);
 }
 
-TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion version) {
-  check_shape(s);
-  validate(env);
-  const TunerConstants& k = tuner_constants(version);
-  TuneTables t;
-  t.version = version;
+namespace {
 
+// NCCL's per-protocol thread counts and thresholds, and the communicator's channels after
+// NCCL_MIN/MAX_CTAS (src/graph/tuning.cc, graph/connect.cc).
+void thread_tables(const CommShape& s, const NcclEnv& env, TuneTables& t) {
   const int simple_default = (s.ring.bw_intra * s.ring.n_channels <= kPciBw) ? 256 : kSimpleMaxNThreads;
   t.max_threads[idx(Algo::ring)][idx(Proto::simple)] = get_nthreads(env.nthreads, 2 * kWarp, kSimpleMaxNThreads, simple_default);
   t.max_threads[idx(Algo::tree)][idx(Proto::simple)] = get_nthreads(env.nthreads, 2 * kWarp, kSimpleMaxNThreads, kSimpleMaxNThreads);
@@ -115,132 +114,178 @@ TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion versio
   t.thread_threshold[idx(Algo::ring)][idx(Proto::ll)] *= s.n_ranks;
   t.thread_threshold[idx(Algo::collnet_direct)][idx(Proto::simple)] = 512;
   t.thread_threshold[idx(Algo::collnet_chain)][idx(Proto::simple)] = 512;
+}
 
-  const int n_nodes = s.n_nodes, n_ranks = s.n_ranks;
-  if (n_ranks <= 1) return t;
+// What the bandwidth and latency formulas read for one communicator: NCCL's constants for its GPU
+// generation and node count, and the hardware latency table.
+struct TuneContext {
+  const CommShape& s;
+  const NcclEnv& env;
+  const TunerConstants& k;
+  int cc = 0;  // GPU architecture index
+  double ll_max_bw = 0, per_ch_max_tree_bw = 0, per_ch_max_ring_ll128_bw = 0, per_ch_max_tree_ll128_bw = 0,
+         per_ch_max_nvls_tree_bw = 0;
+  double hw_lat[kNumHw][kNumAlgos][kNumProtos] = {};
+  float ppn = 1;
 
-  const int cc = arch_index(s.min_sm);
-  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
-  const int index1 = n_nodes == 1 ? cc : (s.cpu_vendor == CpuVendor::amd || s.cpu_vendor == CpuVendor::mixed) ? 1 : 0;
-  const double ll_max_bw = k.ll_max_bw[index1][index2];
-  const double per_ch_max_tree_bw = k.per_ch_max_tree_bw[cc][index2];
-  const double per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw[cc][index2];
-  const double per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw[cc][index2];
-  const double per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw[cc][index2];
-  double hw_lat[kNumHw][kNumAlgos][kNumProtos];
-  std::copy(&k.hw_latency_us[0][0][0], &k.hw_latency_us[0][0][0] + kNumHw * kNumAlgos * kNumProtos, &hw_lat[0][0][0]);
-  if (s.cpu_arch == CpuArch::power)  // NCCL de-penalises Tree/Simple on POWER
-    hw_lat[idx(Hw::pci)][idx(Algo::tree)][idx(Proto::simple)] = hw_lat[idx(Hw::pci)][idx(Algo::ring)][idx(Proto::simple)];
-  const float ppn = static_cast<float>(n_ranks) / static_cast<float>(n_nodes);
+  TuneContext(const CommShape& shape, const NcclEnv& e, const TunerConstants& constants)
+      : s(shape), env(e), k(constants), cc(arch_index(shape.min_sm)) {
+    const int n_nodes = s.n_nodes;
+    const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
+    const int index1 = n_nodes == 1                                                           ? cc
+                       : (s.cpu_vendor == CpuVendor::amd || s.cpu_vendor == CpuVendor::mixed) ? 1
+                                                                                              : 0;
+    ll_max_bw = k.ll_max_bw[index1][index2];
+    per_ch_max_tree_bw = k.per_ch_max_tree_bw[cc][index2];
+    per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw[cc][index2];
+    per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw[cc][index2];
+    per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw[cc][index2];
+    std::copy(&k.hw_latency_us[0][0][0], &k.hw_latency_us[0][0][0] + kNumHw * kNumAlgos * kNumProtos,
+              &hw_lat[0][0][0]);
+    if (s.cpu_arch == CpuArch::power)  // NCCL de-penalises Tree/Simple on POWER
+      hw_lat[idx(Hw::pci)][idx(Algo::tree)][idx(Proto::simple)] =
+          hw_lat[idx(Hw::pci)][idx(Algo::ring)][idx(Proto::simple)];
+    ppn = static_cast<float>(s.n_ranks) / static_cast<float>(n_nodes);
+  }
+};
 
-  for (Func f : kAllFuncs) {
-    const int coll = idx(f);
-    const int nsteps = f == Func::all_reduce ? 2 * (n_ranks - 1) : (f == Func::reduce_scatter || f == Func::all_gather) ? n_ranks - 1 : n_ranks;
-    for (Algo algo : kAllAlgos) {
-      const int a = idx(algo);
-      const GraphParams& g = graph_for(s, algo);
-      if ((f == Func::broadcast || f == Func::reduce) && algo != Algo::ring) continue;
-      if ((f == Func::reduce_scatter || f == Func::all_gather) && algo != Algo::pat && algo != Algo::ring && algo != Algo::nvls &&
-          algo != Algo::collnet_direct)
-        continue;
-      if (f == Func::all_reduce && algo == Algo::pat) continue;
-      const int intra_hw = g.type_intra == PathType::nvl ? idx(Hw::nvlink) : idx(Hw::pci);
-      const int hw = n_nodes == 1 ? intra_hw : idx(Hw::net);
-      for (Proto proto : kAllProtos) {
-        const int p = idx(proto);
-        if ((algo == Algo::nvls || algo == Algo::nvls_tree) && proto != Proto::simple) continue;
-        if ((f == Func::reduce_scatter || f == Func::all_gather) && algo == Algo::pat &&
-            (proto != Proto::simple || !pat_enabled(s, env)))
-          continue;
-        const bool collnet = algo == Algo::collnet_direct || algo == Algo::collnet_chain;
-        float bw = static_cast<float>(n_nodes <= 2 || collnet ? g.bw_intra : g.bw_inter);
-        if (algo == Algo::nvls || algo == Algo::nvls_tree) {
-          if (g.n_channels < 2) continue;
-          float intra = static_cast<float>(g.bw_intra * k.nvls_efficiency[cc] * (g.n_channels - 1) / g.n_channels);
-          if (f == Func::all_reduce) intra *= 2.0f;
-          else intra *= (ppn - 1) / ppn;
-          float inter = static_cast<float>(g.bw_inter * ((n_nodes <= 2 && algo == Algo::nvls_tree) ? 2 : 1));
-          bw = std::min({intra, inter, algo == Algo::nvls_tree ? static_cast<float>(per_ch_max_nvls_tree_bw) : std::numeric_limits<float>::max()});
-        }
-        float bus = static_cast<float>(g.n_channels) * bw;
-        if (algo == Algo::ring && proto == Proto::ll) bus = static_cast<float>(std::min(ll_max_bw, bus * .5));
-        if (algo == Algo::ring && proto == Proto::ll128) bus = static_cast<float>(std::min(bus * 0.92, g.n_channels * per_ch_max_ring_ll128_bw));
-        if (algo == Algo::tree && f == Func::all_reduce) bus = static_cast<float>(std::min(bus * .92, g.n_channels * per_ch_max_tree_bw));
-        if (algo == Algo::tree && proto == Proto::ll) bus = static_cast<float>(std::min(bus * 1.0 / 3.8, ll_max_bw));
-        if (algo == Algo::tree && proto == Proto::ll128)
-          bus = static_cast<float>(std::min(bus * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), g.n_channels * per_ch_max_tree_ll128_bw));
-        if (algo == Algo::tree && s.tree.pattern == 3) bus *= .85f;  // NCCL_TOPO_PATTERN_TREE
-        if (algo == Algo::pat) bus *= .75f;
-        if (collnet && proto != Proto::simple) bus = 0;
-        if (algo == Algo::collnet_direct && proto == Proto::simple) {
-          if (f == Func::all_gather || f == Func::reduce_scatter) {
-            bus = static_cast<float>(ppn * std::min(g.bw_intra, g.bw_inter * 0.9));
-          } else {
-            float factor = ppn / static_cast<float>(std::max(1, g.n_channels));
-            factor -= (factor - 1) / 2;
-            bus /= factor;
-            if (s.min_sm >= 90) bus *= .85f;
-          }
-        }
-        if ((algo == Algo::nvls || algo == Algo::collnet_direct) && proto == Proto::simple &&
-            (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
-          const int local = s.local_ranks > 0 ? s.local_ranks : (n_ranks + n_nodes - 1) / n_nodes;
-          if (!s.collnet_support || !s.collnet_ag_rs || local > s.collnet_heads) bus = 0;
-        }
-        if (!(algo != Algo::ring && (f == Func::all_gather || f == Func::reduce_scatter))) {
-          float ratio = (algo == Algo::ring || algo == Algo::nvls || algo == Algo::nvls_tree)
-                            ? static_cast<float>(1.0 * n_ranks / nsteps)
-                            : .5f;
-          bus *= ratio;
-        }
-        t.bandwidth_GBps[coll][a][p] = bus;
-        t.computed[coll][a][p] = true;
-        float lat = static_cast<float>(k.base_latency_us[a][p]);
-        float intra_lat = static_cast<float>(hw_lat[intra_hw][a][p]);
-        float inter_lat = static_cast<float>(ppn == 1 ? hw_lat[idx(Hw::net)][idx(Algo::tree)][p] : hw_lat[idx(Hw::net)][a][p]);
-        inter_lat += static_cast<float>(g.latency_inter_us);
-        if (proto == Proto::simple) inter_lat += static_cast<float>(g.latency_inter_us);
-        const int ppn_i = n_ranks / n_nodes;
-        if (algo == Algo::ring) {
-          float l = static_cast<float>(hw_lat[hw][a][p]);
-          if (f == Func::reduce || f == Func::broadcast) {
-            if (g.same_channels) {
-              lat += l;
-            } else {
-              if (proto == Proto::simple) l = static_cast<float>(hw_lat[hw][idx(Algo::tree)][p]);
-              lat += static_cast<float>(nsteps) * l;
-            }
-          } else {
-            float overhead = 0;
-            if (n_nodes > 1) {
-              overhead = static_cast<float>(net_overhead(s, env));
-              if (proto == Proto::simple) overhead *= 3;
-            }
-            intra_lat = std::max(intra_lat, overhead);
-            int inter_steps = n_nodes == 1 ? 0 : f == Func::all_reduce ? 2 * (n_nodes - 1) : n_nodes - 1;
-            lat += static_cast<float>(nsteps - inter_steps) * intra_lat + static_cast<float>(inter_steps) * inter_lat;
-          }
-        } else if (algo == Algo::tree) {
-          if (f == Func::all_reduce) lat += 2 * (static_cast<float>(ppn_i - 1) * intra_lat + static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat);
-        } else if (algo == Algo::collnet_direct) {
-          lat += 2 * (static_cast<float>(std::min(1, ppn_i - 1)) * intra_lat + static_cast<float>(ppn_i - 1) * 0.4f) + inter_lat;
-        } else if (algo == Algo::collnet_chain) {
-          lat += 2 * static_cast<float>(ppn_i - 1) * intra_lat + inter_lat;
-        } else if (algo == Algo::nvls) {
-          lat = intra_lat;
-          if (n_nodes > 1) lat += inter_lat;
-        } else if (algo == Algo::nvls_tree) {
-          lat += intra_lat + 2 * static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat;
-        } else if (algo == Algo::pat) {
-          if (f == Func::all_gather || f == Func::reduce_scatter)
-            lat += static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * (inter_lat / 3.5f) + static_cast<float>(n_ranks) * 2.8f;
-        }
-        t.latency_us[coll][a][p] = lat;
-      }
+// The (function, algorithm, protocol) triples NCCL's model computes.
+bool modelled(const TuneContext& c, Func f, Algo algo, Proto proto) {
+  if ((f == Func::broadcast || f == Func::reduce) && algo != Algo::ring) return false;
+  if ((f == Func::reduce_scatter || f == Func::all_gather) && algo != Algo::pat && algo != Algo::ring &&
+      algo != Algo::nvls && algo != Algo::collnet_direct)
+    return false;
+  if (f == Func::all_reduce && algo == Algo::pat) return false;
+  if ((algo == Algo::nvls || algo == Algo::nvls_tree) && proto != Proto::simple) return false;
+  if ((f == Func::reduce_scatter || f == Func::all_gather) && algo == Algo::pat &&
+      (proto != Proto::simple || !pat_enabled(c.s, c.env)))
+    return false;
+  return true;
+}
+
+// NCCL's bus bandwidth for one triple, GB/s (ncclTopoTuneModel); nullopt where an NVLS graph has
+// fewer than 2 channels (NCCL leaves the entry out).
+std::optional<float> bus_bandwidth(const TuneContext& c, Func f, Algo algo, Proto proto, int nsteps) {
+  const CommShape& s = c.s;
+  const TunerConstants& k = c.k;
+  const GraphParams& g = graph_for(s, algo);
+  const int n_nodes = s.n_nodes, n_ranks = s.n_ranks, cc = c.cc;
+  const float ppn = c.ppn;
+  const bool collnet = algo == Algo::collnet_direct || algo == Algo::collnet_chain;
+  float bw = static_cast<float>(n_nodes <= 2 || collnet ? g.bw_intra : g.bw_inter);
+  if (algo == Algo::nvls || algo == Algo::nvls_tree) {
+    if (g.n_channels < 2) return std::nullopt;
+    float intra = static_cast<float>(g.bw_intra * k.nvls_efficiency[cc] * (g.n_channels - 1) / g.n_channels);
+    if (f == Func::all_reduce)
+      intra *= 2.0f;
+    else
+      intra *= (ppn - 1) / ppn;
+    float inter = static_cast<float>(g.bw_inter * ((n_nodes <= 2 && algo == Algo::nvls_tree) ? 2 : 1));
+    bw = std::min({intra, inter,
+                   algo == Algo::nvls_tree ? static_cast<float>(c.per_ch_max_nvls_tree_bw)
+                                           : std::numeric_limits<float>::max()});
+  }
+  float bus = static_cast<float>(g.n_channels) * bw;
+  if (algo == Algo::ring && proto == Proto::ll) bus = static_cast<float>(std::min(c.ll_max_bw, bus * .5));
+  if (algo == Algo::ring && proto == Proto::ll128)
+    bus = static_cast<float>(std::min(bus * 0.92, g.n_channels * c.per_ch_max_ring_ll128_bw));
+  if (algo == Algo::tree && f == Func::all_reduce)
+    bus = static_cast<float>(std::min(bus * .92, g.n_channels * c.per_ch_max_tree_bw));
+  if (algo == Algo::tree && proto == Proto::ll)
+    bus = static_cast<float>(std::min(bus * 1.0 / 3.8, c.ll_max_bw));
+  if (algo == Algo::tree && proto == Proto::ll128)
+    bus = static_cast<float>(std::min(bus * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                                      g.n_channels * c.per_ch_max_tree_ll128_bw));
+  if (algo == Algo::tree && s.tree.pattern == 3) bus *= .85f;  // NCCL_TOPO_PATTERN_TREE
+  if (algo == Algo::pat) bus *= .75f;
+  if (collnet && proto != Proto::simple) bus = 0;
+  if (algo == Algo::collnet_direct && proto == Proto::simple) {
+    if (f == Func::all_gather || f == Func::reduce_scatter) {
+      bus = static_cast<float>(ppn * std::min(g.bw_intra, g.bw_inter * 0.9));
+    } else {
+      float factor = ppn / static_cast<float>(std::max(1, g.n_channels));
+      factor -= (factor - 1) / 2;
+      bus /= factor;
+      if (s.min_sm >= 90) bus *= .85f;
     }
   }
+  if ((algo == Algo::nvls || algo == Algo::collnet_direct) && proto == Proto::simple &&
+      (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
+    const int local = s.local_ranks > 0 ? s.local_ranks : (n_ranks + n_nodes - 1) / n_nodes;
+    if (!s.collnet_support || !s.collnet_ag_rs || local > s.collnet_heads) bus = 0;
+  }
+  if (!(algo != Algo::ring && (f == Func::all_gather || f == Func::reduce_scatter))) {
+    float ratio = (algo == Algo::ring || algo == Algo::nvls || algo == Algo::nvls_tree)
+                      ? static_cast<float>(1.0 * n_ranks / nsteps)
+                      : .5f;
+    bus *= ratio;
+  }
+  return bus;
+}
 
-  // Enable flags: user lists, then NCCL's own disables, then LL128's default rule.
+// NCCL's latency for one triple, us (ncclTopoTuneModel).
+float latency(const TuneContext& c, Func f, Algo algo, Proto proto, int nsteps) {
+  const CommShape& s = c.s;
+  const GraphParams& g = graph_for(s, algo);
+  const int n_nodes = s.n_nodes, n_ranks = s.n_ranks;
+  const int a = idx(algo), p = idx(proto);
+  const int intra_hw = g.type_intra == PathType::nvl ? idx(Hw::nvlink) : idx(Hw::pci);
+  const int hw = n_nodes == 1 ? intra_hw : idx(Hw::net);
+  float lat = static_cast<float>(c.k.base_latency_us[a][p]);
+  float intra_lat = static_cast<float>(c.hw_lat[intra_hw][a][p]);
+  float inter_lat = static_cast<float>(c.ppn == 1 ? c.hw_lat[idx(Hw::net)][idx(Algo::tree)][p]
+                                                  : c.hw_lat[idx(Hw::net)][a][p]);
+  inter_lat += static_cast<float>(g.latency_inter_us);
+  if (proto == Proto::simple) inter_lat += static_cast<float>(g.latency_inter_us);
+  const int ppn_i = n_ranks / n_nodes;
+  if (algo == Algo::ring) {
+    float l = static_cast<float>(c.hw_lat[hw][a][p]);
+    if (f == Func::reduce || f == Func::broadcast) {
+      if (g.same_channels) {
+        lat += l;
+      } else {
+        if (proto == Proto::simple) l = static_cast<float>(c.hw_lat[hw][idx(Algo::tree)][p]);
+        lat += static_cast<float>(nsteps) * l;
+      }
+    } else {
+      float overhead = 0;
+      if (n_nodes > 1) {
+        overhead = static_cast<float>(net_overhead(s, c.env));
+        if (proto == Proto::simple) overhead *= 3;
+      }
+      intra_lat = std::max(intra_lat, overhead);
+      int inter_steps = n_nodes == 1 ? 0 : f == Func::all_reduce ? 2 * (n_nodes - 1) : n_nodes - 1;
+      lat +=
+          static_cast<float>(nsteps - inter_steps) * intra_lat + static_cast<float>(inter_steps) * inter_lat;
+    }
+  } else if (algo == Algo::tree) {
+    if (f == Func::all_reduce)
+      lat += 2 * (static_cast<float>(ppn_i - 1) * intra_lat +
+                  static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat);
+  } else if (algo == Algo::collnet_direct) {
+    lat +=
+        2 * (static_cast<float>(std::min(1, ppn_i - 1)) * intra_lat + static_cast<float>(ppn_i - 1) * 0.4f) +
+        inter_lat;
+  } else if (algo == Algo::collnet_chain) {
+    lat += 2 * static_cast<float>(ppn_i - 1) * intra_lat + inter_lat;
+  } else if (algo == Algo::nvls) {
+    lat = intra_lat;
+    if (n_nodes > 1) lat += inter_lat;
+  } else if (algo == Algo::nvls_tree) {
+    lat += intra_lat + 2 * static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * inter_lat;
+  } else if (algo == Algo::pat) {
+    if (f == Func::all_gather || f == Func::reduce_scatter)
+      lat += static_cast<float>(log2i(static_cast<std::uint64_t>(n_nodes))) * (inter_lat / 3.5f) +
+             static_cast<float>(n_ranks) * 2.8f;
+  }
+  return lat;
+}
+
+// Enable flags: the user's NCCL_ALGO / NCCL_PROTO lists, then NCCL's own disables, then LL128's
+// default rule; a disabled entry's bandwidth becomes 0.
+void apply_enables(const CommShape& s, const NcclEnv& env, NcclVersion version, const TunerConstants& k,
+                   TuneTables& t) {
+  const int n_nodes = s.n_nodes, n_ranks = s.n_ranks;
   EnableMatrix m;
   if (env.proto) apply_nccl_list(*env.proto, "NCCL_PROTO", false, m);
   if (env.algo) apply_nccl_list(*env.algo, "NCCL_ALGO", true, m);
@@ -269,6 +314,37 @@ TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion versio
         }
         if (pe == 0 || m.algo[idx(f)][idx(algo)] == 0) t.bandwidth_GBps[idx(f)][idx(algo)][idx(proto)] = 0;
       }
+}
+
+}  // namespace
+
+TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion version) {
+  check_shape(s);
+  validate(env);
+  const TunerConstants& k = tuner_constants(version);
+  TuneTables t;
+  t.version = version;
+  thread_tables(s, env, t);
+  const int n_ranks = s.n_ranks;
+  if (n_ranks <= 1) return t;
+
+  const TuneContext c(s, env, k);
+  for (Func f : kAllFuncs) {
+    const int coll = idx(f);
+    const int nsteps = f == Func::all_reduce                                  ? 2 * (n_ranks - 1)
+                       : (f == Func::reduce_scatter || f == Func::all_gather) ? n_ranks - 1
+                                                                              : n_ranks;
+    for (Algo algo : kAllAlgos)
+      for (Proto proto : kAllProtos) {
+        if (!modelled(c, f, algo, proto)) continue;
+        const std::optional<float> bus = bus_bandwidth(c, f, algo, proto, nsteps);
+        if (!bus) continue;
+        t.bandwidth_GBps[coll][idx(algo)][idx(proto)] = *bus;
+        t.computed[coll][idx(algo)][idx(proto)] = true;
+        t.latency_us[coll][idx(algo)][idx(proto)] = latency(c, f, algo, proto, nsteps);
+      }
+  }
+  apply_enables(s, env, version, k, t);
   return t;
 }
 
