@@ -40,7 +40,7 @@ const GraphParams& graph_for(const CommShape& s, Algo a) {
     case Algo::ring: return s.ring;
     case Algo::collnet_direct: return s.collnet_direct;
     case Algo::collnet_chain: return s.collnet_chain;
-    case Algo::nvls: return s.nvls;
+    case Algo::nvls:
     case Algo::nvls_tree: return s.nvls;
     case Algo::pat: return s.tree;
   }
@@ -140,8 +140,9 @@ struct TuneContext {
     per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw[cc][index2];
     per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw[cc][index2];
     per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw[cc][index2];
-    std::copy(&k.hw_latency_us[0][0][0], &k.hw_latency_us[0][0][0] + kNumHw * kNumAlgos * kNumProtos,
-              &hw_lat[0][0][0]);
+    for (int h = 0; h < kNumHw; ++h)
+      for (int a = 0; a < kNumAlgos; ++a)
+        for (int p = 0; p < kNumProtos; ++p) hw_lat[h][a][p] = k.hw_latency_us[h][a][p];
     if (s.cpu_arch == CpuArch::power)  // NCCL de-penalises Tree/Simple on POWER
       hw_lat[idx(Hw::pci)][idx(Algo::tree)][idx(Proto::simple)] =
           hw_lat[idx(Hw::pci)][idx(Algo::ring)][idx(Proto::simple)];
