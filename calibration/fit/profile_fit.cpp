@@ -57,15 +57,15 @@ struct Objective {
   double operator()(const Profile& p) const { return data(p) + prior_term(p); }
 };
 
-}  // namespace
-
-Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, const FitOptions& options) {
-  if (runs.empty()) throw InputError("calibrate: no usable input runs");
-  if (options.loss != "cauchy" && options.loss != "soft_l1")
-    throw InputError(fmt::format("calibrate: --loss {}: expected cauchy or soft_l1", options.loss));
-  std::vector<std::unique_ptr<sim::stack::Predictor>> predictors;
+// The points of every run with NCCL's choice for each (computed once), and each run's weight.
+struct FitData {
+  std::vector<std::unique_ptr<sim::stack::Predictor>> predictors;  // one per run
   std::vector<FitPoint> points;
-  std::vector<double> weights;
+  std::vector<double> weights;  // per run
+};
+
+FitData fit_data(const std::vector<MeasuredRun>& runs, const Profile& prior) {
+  FitData d;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const auto& run = runs[r];
     const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
@@ -73,65 +73,65 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
       throw InputError(fmt::format("{}: cannot use this run: cluster {} has sm {} GPUs but the profile being fitted "
                                    "is for sm {} (fit one GPU generation at a time)",
                                    run.file, run.cluster_name, sm, prior.sm));
-    predictors.push_back(std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, run.knobs));
+    d.predictors.push_back(
+        std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, run.knobs));
     std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
     for (std::size_t i = 0; i < run.bytes.size(); ++i)
-      points.push_back(
-          {r, choose_for_run(run, *predictors.back(), run.bytes[i], forced), run.measured_us[i] * 1e-6});
+      d.points.push_back(
+          {r, choose_for_run(run, *d.predictors.back(), run.bytes[i], forced), run.measured_us[i] * 1e-6});
     // One measurement campaign (one input file) weighs as much as one full sweep, whether it is
     // one nccl-tests sweep or a table split into many 1-3 point runs (series / configs of one file).
     const auto same_file =
         std::count_if(runs.begin(), runs.end(), [&](const MeasuredRun& o) { return o.file == run.file; });
-    weights.push_back(1.0 / (static_cast<double>(run.bytes.size()) * static_cast<double>(same_file)));
+    d.weights.push_back(1.0 / (static_cast<double>(run.bytes.size()) * static_cast<double>(same_file)));
   }
-  Objective f{predictors, points, weights, prior, options};
+  return d;
+}
 
-  Profile p = prior;
-  p.name = options.name;
-  double best = f(p);
-  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
-    const double start = best;
-    for (int i = 0; i < sim::stack::kNumParams; ++i) {
-      const auto& info = sim::stack::param_info(i);
-      auto& v = p.params[static_cast<std::size_t>(i)];
-      const double lo = std::log(std::max(info.min, 1e-4));
-      const double hi = std::log(info.max);
-      const double x0 = std::log(std::max(v.value, 1e-4));
-      Profile trial = p;
-      auto g = [&](double x) {
-        trial.params[static_cast<std::size_t>(i)].value = std::exp(x);
-        return f(trial);
-      };
-      // A parameter can sit where the data do not depend on it (a per-channel cap above the rate
-      // the transport allows: zero slope), with a lower objective far away. Scan its whole
-      // physical range on a log grid first, then refine around the best grid point (or the
-      // current value) with Brent.
-      constexpr int kGrid = 24;
-      const double step = (hi - lo) / kGrid;
-      double centre = x0, f_centre = g(x0);
-      for (int k = 0; k <= kGrid; ++k) {
-        const double xk = lo + step * k;
-        const double fk = g(xk);
-        if (fk < f_centre) {
-          centre = xk;
-          f_centre = fk;
-        }
-      }
-      const double half = centre == x0 ? 2.0 : 2.0 * step;
-      auto [x, fx] = boost::math::tools::brent_find_minima(g, std::max(lo, centre - half), std::min(hi, centre + half), 40);
-      if (f_centre < fx) {
-        x = centre;
-        fx = f_centre;
-      }
-      if (fx < best) {
-        best = fx;
-        v.value = std::exp(x);
-      }
+// One parameter's best value with the others held: a log grid over its physical range, then Brent
+// around the best grid point (or the current value). Updates `p` and `best` when it improves.
+void minimise_param(const Objective& f, int i, Profile& p, double& best) {
+  const auto& info = sim::stack::param_info(i);
+  auto& v = p.params[static_cast<std::size_t>(i)];
+  const double lo = std::log(std::max(info.min, 1e-4));
+  const double hi = std::log(info.max);
+  const double x0 = std::log(std::max(v.value, 1e-4));
+  Profile trial = p;
+  auto g = [&](double x) {
+    trial.params[static_cast<std::size_t>(i)].value = std::exp(x);
+    return f(trial);
+  };
+  // A parameter can sit where the data do not depend on it (a per-channel cap above the rate
+  // the transport allows: zero slope), with a lower objective far away. Scan its whole
+  // physical range on a log grid first, then refine around the best grid point (or the
+  // current value) with Brent.
+  constexpr int kGrid = 24;
+  const double step = (hi - lo) / kGrid;
+  double centre = x0, f_centre = g(x0);
+  for (int k = 0; k <= kGrid; ++k) {
+    const double xk = lo + step * k;
+    const double fk = g(xk);
+    if (fk < f_centre) {
+      centre = xk;
+      f_centre = fk;
     }
-    if (start - best < 1e-12) break;
   }
+  const double half = centre == x0 ? 2.0 : 2.0 * step;
+  auto [x, fx] =
+      boost::math::tools::brent_find_minima(g, std::max(lo, centre - half), std::min(hi, centre + half), 40);
+  if (f_centre < fx) {
+    x = centre;
+    fx = f_centre;
+  }
+  if (fx < best) {
+    best = fx;
+    v.value = std::exp(x);
+  }
+}
 
-  // Provenance: which parameters the data constrains (data term moves by > 1e-6 for a 10% change).
+// Provenance: which parameters the data constrains (data term moves by > 1e-6 for a 10% change).
+void mark_provenance(const Objective& f, const std::vector<MeasuredRun>& runs, const Profile& prior,
+                     Profile& p) {
   std::string files;
   for (const auto& run : runs) files += (files.empty() ? "" : ", ") + run.file;
   const double base = f.data(p);
@@ -147,7 +147,10 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
     else
       v.provenance = fmt::format("not constrained by the inputs, kept near the prior: {}", prior_prov);
   }
+}
 
+// The profile's record of its inputs and of the fit's residual at every point.
+void record_fit(const std::vector<MeasuredRun>& runs, const FitData& d, Profile& p) {
   p.inputs.clear();
   p.residuals.clear();
   double sq = 0, ape = 0;
@@ -163,9 +166,9 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
     in.max_bytes = run.max_bytes;
     p.inputs.push_back(in);
   }
-  for (const auto& pt : points) {
+  for (const auto& pt : d.points) {
     const auto& run = runs[pt.run];
-    const double pred = predictors[pt.run]->evaluate(pt.choice, p).time_s;
+    const double pred = d.predictors[pt.run]->evaluate(pt.choice, p).time_s;
     sim::stack::FitResidual r;
     r.file = run.file;
     r.bytes = pt.choice.bytes;
@@ -176,8 +179,30 @@ Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, 
     ape += std::fabs(r.error_percent);
     p.residuals.push_back(r);
   }
-  p.fit_rms_log_residual = std::sqrt(sq / static_cast<double>(points.size()));
-  p.fit_mape_percent = ape / static_cast<double>(points.size());
+  p.fit_rms_log_residual = std::sqrt(sq / static_cast<double>(d.points.size()));
+  p.fit_mape_percent = ape / static_cast<double>(d.points.size());
+}
+
+}  // namespace
+
+Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, const FitOptions& options) {
+  if (runs.empty()) throw InputError("calibrate: no usable input runs");
+  if (options.loss != "cauchy" && options.loss != "soft_l1")
+    throw InputError(fmt::format("calibrate: --loss {}: expected cauchy or soft_l1", options.loss));
+  const FitData d = fit_data(runs, prior);
+  const Objective f{d.predictors, d.points, d.weights, prior, options};
+
+  // Coordinate descent: each parameter in turn, sweeps until a sweep gains nothing.
+  Profile p = prior;
+  p.name = options.name;
+  double best = f(p);
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
+    const double start = best;
+    for (int i = 0; i < sim::stack::kNumParams; ++i) minimise_param(f, i, p, best);
+    if (start - best < 1e-12) break;
+  }
+  mark_provenance(f, runs, prior, p);
+  record_fit(runs, d, p);
   return p;
 }
 
