@@ -61,6 +61,100 @@ std::optional<NcclTestsTiming> timing(const json& row, const char* key, const st
   return out;
 }
 
+// The environment: NCCL settings of the run, as the text log's "set by environment" lines.
+void read_env(const json& doc, const std::string& origin, NcclTestsResult& res) {
+  if (const json* env = member(doc, "env")) {
+    if (!env->is_array()) bad(origin, "env", "the environment as a list of NAME=value strings");
+    for (std::size_t i = 0; i < env->size(); ++i) {
+      const std::string kv = text(env->at(i), origin, fmt::format("env[{}]", i));
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || kv.rfind("NCCL_", 0) != 0) continue;
+      res.env.emplace(kv.substr(0, eq), NcclTestsEnvSetting{kv.substr(eq + 1), 0});
+    }
+  }
+}
+
+// The run header ("config"): threads, GPUs per thread, iterations, sizes.
+void read_config(const json& doc, const std::string& origin, NcclTestsResult& res) {
+  if (const json* cfg = member(doc, "config")) {
+    if (!cfg->is_object()) bad(origin, "config", "an object (the run header)");
+    res.run.present = true;
+    const auto opt_int = [&](const char* key, std::optional<int>& out) {
+      if (const json* v = member(*cfg, key))
+        out = static_cast<int>(integer(*v, origin, fmt::format("config.{}", key)));
+    };
+    opt_int("nthreads", res.run.n_thread);
+    opt_int("ngpus", res.run.n_gpus);
+    opt_int("warmup_iters", res.run.warmup_iters);
+    opt_int("iterations", res.run.iters);
+    opt_int("aggregated_iterations", res.run.agg_iters);
+    opt_int("validation", res.run.validation);
+    opt_int("graph", res.run.graph);
+    if (const json* v = member(*cfg, "minimum_bytes"))
+      res.run.min_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.minimum_bytes"));
+    if (const json* v = member(*cfg, "maximum_bytes"))
+      res.run.max_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.maximum_bytes"));
+  }
+}
+
+// The ranks ("devices"), as the text log's rank lines.
+void read_devices(const json& doc, const std::string& origin, NcclTestsResult& res) {
+  if (const json* devices = member(doc, "devices")) {
+    if (!devices->is_array()) bad(origin, "devices", "a list of ranks");
+    for (std::size_t i = 0; i < devices->size(); ++i) {
+      const json& d = devices->at(i);
+      const std::string at = fmt::format("devices[{}]", i);
+      if (!d.is_object()) bad(origin, at, "an object (rank, hostname, device, device_info)");
+      NcclTestsRank r;
+      r.rank = static_cast<int>(integer(d.value("rank", json()), origin, at + ".rank"));
+      if (const json* g = member(d, "group")) r.group = static_cast<int>(integer(*g, origin, at + ".group"));
+      if (const json* p = member(d, "pid")) r.pid = integer(*p, origin, at + ".pid");
+      r.host = text(d.value("hostname", json()), origin, at + ".hostname");
+      if (const json* dev = member(d, "device"))
+        r.device = static_cast<int>(integer(*dev, origin, at + ".device"));
+      if (const json* hex = member(d, "device_hex")) r.busid = text(*hex, origin, at + ".device_hex");
+      if (const json* info = member(d, "device_info"))
+        r.gpu_name = std::string(detail::trim(text(*info, origin, at + ".device_info")));
+      for (const auto& seen : res.ranks)
+        if (seen.rank == r.rank)
+          bad(origin, at + ".rank", fmt::format("a rank listed once (rank {} is listed twice)", r.rank));
+      res.ranks.push_back(std::move(r));
+    }
+  }
+}
+
+// One result row (`at`: its path in the document, for errors).
+NcclTestsRow read_row(const json& r, const std::string& origin, const std::string& at) {
+  if (!r.is_object()) bad(origin, at, "an object (size, count, type, redop, root, out_of_place, in_place)");
+  NcclTestsRow row;
+  const std::int64_t size = integer(r.value("size", json()), origin, at + ".size");
+  if (size < 0) bad(origin, at + ".size", "bytes >= 0");
+  row.size_bytes = static_cast<std::uint64_t>(size);
+  if (const json* c = member(r, "count")) {
+    const std::int64_t count = integer(*c, origin, at + ".count");
+    if (count < 0) bad(origin, at + ".count", "elements >= 0");
+    row.count = static_cast<std::uint64_t>(count);
+  }
+  if (const json* t = member(r, "type")) row.type = text(*t, origin, at + ".type");
+  if (const json* o = member(r, "redop"))
+    row.redop = std::string(detail::trim(text(*o, origin, at + ".redop")));
+  if (const json* rt = member(r, "root")) {
+    // Printed as a padded string ("    -1"), as in the text table.
+    std::int64_t root = 0;
+    const std::string s = rt->is_string() ? std::string(detail::trim(rt->get<std::string>())) : std::string();
+    if (rt->is_number_integer())
+      root = rt->get<std::int64_t>();
+    else if (!detail::to_int64(s, root))
+      bad(origin, at + ".root", "an integer (-1 when not rooted)");
+    row.root = root;
+  }
+  row.out_of_place = timing(r, "out_of_place", origin, at);
+  row.in_place = timing(r, "in_place", origin, at);
+  if (!row.out_of_place && !row.in_place) bad(origin, at, "an out_of_place or in_place timing");
+  row.line = 0;
+  return row;
+}
+
 }  // namespace
 
 bool looks_like_nccl_tests_json(std::string_view text) {
@@ -94,99 +188,18 @@ NcclTestsResult parse_nccl_tests_json(std::string_view input, const std::string&
       from_args = nccl_tests_op_from_name(bin.substr(bin.find_last_of('/') + 1));
     }
   }
-  // The environment: NCCL settings of the run, as the text log's "set by environment" lines.
-  if (const json* env = member(doc, "env")) {
-    if (!env->is_array()) bad(origin, "env", "the environment as a list of NAME=value strings");
-    for (std::size_t i = 0; i < env->size(); ++i) {
-      const std::string kv = text(env->at(i), origin, fmt::format("env[{}]", i));
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || kv.rfind("NCCL_", 0) != 0) continue;
-      res.env.emplace(kv.substr(0, eq), NcclTestsEnvSetting{kv.substr(eq + 1), 0});
-    }
-  }
+  read_env(doc, origin, res);
   if (const json* v = member(doc, "nccl_version"))
     res.nccl_version = nccl_version_from_code(integer(*v, origin, "nccl_version"));
 
-  if (const json* cfg = member(doc, "config")) {
-    if (!cfg->is_object()) bad(origin, "config", "an object (the run header)");
-    res.run.present = true;
-    const auto opt_int = [&](const char* key, std::optional<int>& out) {
-      if (const json* v = member(*cfg, key))
-        out = static_cast<int>(integer(*v, origin, fmt::format("config.{}", key)));
-    };
-    opt_int("nthreads", res.run.n_thread);
-    opt_int("ngpus", res.run.n_gpus);
-    opt_int("warmup_iters", res.run.warmup_iters);
-    opt_int("iterations", res.run.iters);
-    opt_int("aggregated_iterations", res.run.agg_iters);
-    opt_int("validation", res.run.validation);
-    opt_int("graph", res.run.graph);
-    if (const json* v = member(*cfg, "minimum_bytes"))
-      res.run.min_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.minimum_bytes"));
-    if (const json* v = member(*cfg, "maximum_bytes"))
-      res.run.max_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.maximum_bytes"));
-  }
-
-  if (const json* devices = member(doc, "devices")) {
-    if (!devices->is_array()) bad(origin, "devices", "a list of ranks");
-    for (std::size_t i = 0; i < devices->size(); ++i) {
-      const json& d = devices->at(i);
-      const std::string at = fmt::format("devices[{}]", i);
-      if (!d.is_object()) bad(origin, at, "an object (rank, hostname, device, device_info)");
-      NcclTestsRank r;
-      r.rank = static_cast<int>(integer(d.value("rank", json()), origin, at + ".rank"));
-      if (const json* g = member(d, "group")) r.group = static_cast<int>(integer(*g, origin, at + ".group"));
-      if (const json* p = member(d, "pid")) r.pid = integer(*p, origin, at + ".pid");
-      r.host = text(d.value("hostname", json()), origin, at + ".hostname");
-      if (const json* dev = member(d, "device"))
-        r.device = static_cast<int>(integer(*dev, origin, at + ".device"));
-      if (const json* hex = member(d, "device_hex")) r.busid = text(*hex, origin, at + ".device_hex");
-      if (const json* info = member(d, "device_info"))
-        r.gpu_name = std::string(detail::trim(text(*info, origin, at + ".device_info")));
-      for (const auto& seen : res.ranks)
-        if (seen.rank == r.rank)
-          bad(origin, at + ".rank", fmt::format("a rank listed once (rank {} is listed twice)", r.rank));
-      res.ranks.push_back(std::move(r));
-    }
-  }
-
+  read_config(doc, origin, res);
+  read_devices(doc, origin, res);
   const json* results = member(doc, "results");
   if (results == nullptr || !results->is_array()) bad(origin, "results", "the list of result rows");
   res.columns = {"size",  "count",  "type", "redop", "root",  "time",  "algbw",
                  "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"};
-  for (std::size_t i = 0; i < results->size(); ++i) {
-    const json& r = results->at(i);
-    const std::string at = fmt::format("results[{}]", i);
-    if (!r.is_object()) bad(origin, at, "an object (size, count, type, redop, root, out_of_place, in_place)");
-    NcclTestsRow row;
-    const std::int64_t size = integer(r.value("size", json()), origin, at + ".size");
-    if (size < 0) bad(origin, at + ".size", "bytes >= 0");
-    row.size_bytes = static_cast<std::uint64_t>(size);
-    if (const json* c = member(r, "count")) {
-      const std::int64_t count = integer(*c, origin, at + ".count");
-      if (count < 0) bad(origin, at + ".count", "elements >= 0");
-      row.count = static_cast<std::uint64_t>(count);
-    }
-    if (const json* t = member(r, "type")) row.type = text(*t, origin, at + ".type");
-    if (const json* o = member(r, "redop"))
-      row.redop = std::string(detail::trim(text(*o, origin, at + ".redop")));
-    if (const json* rt = member(r, "root")) {
-      // Printed as a padded string ("    -1"), as in the text table.
-      std::int64_t root = 0;
-      const std::string s =
-          rt->is_string() ? std::string(detail::trim(rt->get<std::string>())) : std::string();
-      if (rt->is_number_integer())
-        root = rt->get<std::int64_t>();
-      else if (!detail::to_int64(s, root))
-        bad(origin, at + ".root", "an integer (-1 when not rooted)");
-      row.root = root;
-    }
-    row.out_of_place = timing(r, "out_of_place", origin, at);
-    row.in_place = timing(r, "in_place", origin, at);
-    if (!row.out_of_place && !row.in_place) bad(origin, at, "an out_of_place or in_place timing");
-    row.line = 0;
-    res.rows.push_back(std::move(row));
-  }
+  for (std::size_t i = 0; i < results->size(); ++i)
+    res.rows.push_back(read_row(results->at(i), origin, fmt::format("results[{}]", i)));
   if (res.rows.empty())
     throw InputError(fmt::format("{}: results: no rows (empty or interrupted run)", origin));
   if (const json* avg = member(doc, "average_bus_bandwidth"))
