@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace commstack::fit {
@@ -39,105 +40,108 @@ bool near(const BusRatio& r, double expected) {
   return std::abs(r.value / expected - 1.0) <= r.tolerance;
 }
 
-}  // namespace
-
-TableOpInference op_from_table(const NcclTestsResult& r) {
-  TableOpInference out;
-  std::optional<std::uint64_t> per_rank;  // size / (count x type size), the same on every row
+// What the rows' size, count, type, redop and root columns say, the same on every row; `failed`
+// names the first inconsistency.
+struct ColumnFacts {
+  std::optional<std::uint64_t> per_rank;  // size / (count x type size)
   bool reducing = false, rooted = false, redop_seen = false, root_column = false;
+  std::string failed;
+};
+
+ColumnFacts column_facts(const NcclTestsResult& r) {
+  ColumnFacts f;
   for (const auto& row : r.rows) {
     if (!row.count || *row.count == 0 || row.size_bytes == 0) continue;
     const auto tb = nccl_tests_type_bytes(row.type);
     if (!tb) {
-      out.reason = fmt::format("type '{}' has no known element size", row.type);
-      return out;
+      f.failed = fmt::format("type '{}' has no known element size", row.type);
+      return f;
     }
     // A count past 2^64 / type size (a mangled file) would wrap the product, to 0 at worst.
     if (*row.count > row.size_bytes / *tb) {
-      out.reason =
-          fmt::format("count {} x type size {} exceeds the size {}", *row.count, *tb, row.size_bytes);
-      return out;
+      f.failed = fmt::format("count {} x type size {} exceeds the size {}", *row.count, *tb, row.size_bytes);
+      return f;
     }
     const std::uint64_t elem_bytes = *row.count * *tb;
     if (row.size_bytes % elem_bytes != 0) {
-      out.reason =
+      f.failed =
           fmt::format("size {} is not a multiple of count x type size ({})", row.size_bytes, elem_bytes);
-      return out;
+      return f;
     }
     const std::uint64_t k = row.size_bytes / elem_bytes;
-    if (per_rank && *per_rank != k) {
-      out.reason = "size / (count x type size) differs between rows";
-      return out;
+    if (f.per_rank && *f.per_rank != k) {
+      f.failed = "size / (count x type size) differs between rows";
+      return f;
     }
-    per_rank = k;
+    f.per_rank = k;
     if (!row.redop.empty()) {
       const bool red = row.redop != "none";
-      if (redop_seen && red != reducing) {
-        out.reason = "the redop column mixes 'none' and a reduction";
-        return out;
+      if (f.redop_seen && red != f.reducing) {
+        f.failed = "the redop column mixes 'none' and a reduction";
+        return f;
       }
-      reducing = red, redop_seen = true;
+      f.reducing = red, f.redop_seen = true;
     }
-    if (row.root) root_column = true;
-    if (row.root && *row.root >= 0) rooted = true;
+    if (row.root) f.root_column = true;
+    if (row.root && *row.root >= 0) f.rooted = true;
   }
-  if (!per_rank || !redop_seen) {
-    out.reason = "no row with a size, a count, a type and a redop";
+  if (f.failed.empty() && (!f.per_rank || !f.redop_seen))
+    f.failed = "no row with a size, a count, a type and a redop";
+  return f;
+}
+
+// A rooted op (a root >= 0): reduce or broadcast.
+TableOpInference rooted_op(const ColumnFacts& f, const std::optional<BusRatio>& ratio) {
+  TableOpInference out;
+  const std::uint64_t k = *f.per_rank;
+  if (k != 1) {
+    out.reason = fmt::format("a rooted op with size / (count x type size) = {} (gather or scatter?)", k);
     return out;
   }
-  const std::uint64_t k = *per_rank;
-  const int ranks = r.ranks_complete && !r.elided ? r.n_ranks : 0;  // 0: the rank lines do not say
-  if (ranks > 0 && k != 1 && k != static_cast<std::uint64_t>(ranks)) {
-    out.reason = fmt::format("size / (count x type size) = {} is neither 1 nor the {} ranks", k, ranks);
+  if (ratio && !near(*ratio, 1.0)) {
+    out.reason = "a rooted op whose busbw is not its algbw";
     return out;
   }
-  const auto ratio = bus_ratio(r);
-  const int n = k > 1 ? static_cast<int>(k) : ranks;  // ranks, where known
-  // A bus factor that the printed columns contradict means the rules below do not apply.
-  const auto contradicts = [&](double expected) { return ratio && n > 0 && !near(*ratio, expected); };
-  if (rooted) {
-    if (k != 1) {
-      out.reason = fmt::format("a rooted op with size / (count x type size) = {} (gather or scatter?)", k);
-      return out;
-    }
-    if (ratio && !near(*ratio, 1.0)) {
-      out.reason = "a rooted op whose busbw is not its algbw";
-      return out;
-    }
-    out.op = reducing ? NcclTestsOp::reduce : NcclTestsOp::broadcast;
-    out.candidates = {out.op};
-    out.reason =
-        fmt::format("redop '{}' with a root and count = size / type size", reducing ? "a reduction" : "none");
+  out.op = f.reducing ? NcclTestsOp::reduce : NcclTestsOp::broadcast;
+  out.candidates = {out.op};
+  out.reason =
+      fmt::format("redop '{}' with a root and count = size / type size", f.reducing ? "a reduction" : "none");
+  return out;
+}
+
+// count = size / (ranks x type size): reduce_scatter, or one of the ops that print redop 'none'.
+TableOpInference sharded_op(const ColumnFacts& f, const std::optional<BusRatio>& ratio, int n) {
+  TableOpInference out;
+  if (ratio && n > 0 && !near(*ratio, (n - 1.0) / n)) {
+    out.reason = fmt::format("busbw / algbw {:.4f} is not (n-1)/n for n = {}", ratio->value, n);
     return out;
   }
-  if (k > 1) {
-    if (contradicts((n - 1.0) / n)) {
-      out.reason = fmt::format("busbw / algbw {:.4f} is not (n-1)/n for n = {}", ratio->value, n);
-      return out;
-    }
-    if (!reducing) {
-      out.reason = "all_gather or alltoall: both print redop 'none' and count = size / (ranks x type size)";
-      out.candidates = {NcclTestsOp::all_gather, NcclTestsOp::alltoall, NcclTestsOp::alltoallv,
-                        NcclTestsOp::hypercube};
-      // Without a root column a gather or scatter prints the same.
-      if (!root_column)
-        out.candidates.insert(out.candidates.end(), {NcclTestsOp::gather, NcclTestsOp::scatter});
-      return out;
-    }
-    out.op = NcclTestsOp::reduce_scatter;
-    out.candidates = {out.op};
-    out.reason = "a reduction with count = size / (ranks x type size)";
+  if (!f.reducing) {
+    out.reason = "all_gather or alltoall: both print redop 'none' and count = size / (ranks x type size)";
+    out.candidates = {NcclTestsOp::all_gather, NcclTestsOp::alltoall, NcclTestsOp::alltoallv,
+                      NcclTestsOp::hypercube};
+    // Without a root column a gather or scatter prints the same.
+    if (!f.root_column)
+      out.candidates.insert(out.candidates.end(), {NcclTestsOp::gather, NcclTestsOp::scatter});
     return out;
   }
-  // k == 1, not rooted: all_reduce (busbw = 2(n-1)/n algbw) or sendrecv (busbw = algbw), both
-  // with a reduction in the redop column; the bus factor tells them apart from 3 ranks on.
-  if (!reducing) {
+  out.op = NcclTestsOp::reduce_scatter;
+  out.candidates = {out.op};
+  out.reason = "a reduction with count = size / (ranks x type size)";
+  return out;
+}
+
+// count = size / type size, not rooted: all_reduce (busbw = 2(n-1)/n algbw) or sendrecv (busbw =
+// algbw), both with a reduction in the redop column; the bus factor tells them apart from 3 ranks on.
+TableOpInference whole_op(const ColumnFacts& f, const std::optional<BusRatio>& ratio, int n) {
+  TableOpInference out;
+  if (!f.reducing) {
     out.reason = "redop 'none' with count = size / type size and no root: not an op the columns identify";
     return out;
   }
   // Without a root column a reduce prints the same (its bus factor is 1, as sendrecv's).
   out.candidates = {NcclTestsOp::all_reduce, NcclTestsOp::sendrecv};
-  if (!root_column) out.candidates.push_back(NcclTestsOp::reduce);
+  if (!f.root_column) out.candidates.push_back(NcclTestsOp::reduce);
   if (!ratio) {
     out.reason = "all_reduce or sendrecv: the busbw / algbw ratio is not printed precisely enough to tell";
     return out;
@@ -153,7 +157,7 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
     out.reason = fmt::format("busbw = algbw on {} ranks with count = size / type size", n);
     return out;
   }
-  if (ratio->value < 1.0 || ratio->value >= 2.0 || (n > 0 && contradicts(2.0 * (n - 1.0) / n))) {
+  if (ratio->value < 1.0 || ratio->value >= 2.0 || (n > 0 && !near(*ratio, 2.0 * (n - 1.0) / n))) {
     out.reason = fmt::format("busbw / algbw {:.4f} fits neither all_reduce nor sendrecv", ratio->value);
     out.candidates.clear();
     return out;
@@ -163,6 +167,29 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
   out.reason = fmt::format("a reduction with count = size / type size and busbw / algbw {:.3f} (2(n-1)/n)",
                            ratio->value);
   return out;
+}
+
+}  // namespace
+
+TableOpInference op_from_table(const NcclTestsResult& r) {
+  const ColumnFacts f = column_facts(r);
+  if (!f.failed.empty()) {
+    TableOpInference out;
+    out.reason = f.failed;
+    return out;
+  }
+  const std::uint64_t k = *f.per_rank;
+  const int ranks = r.ranks_complete && !r.elided ? r.n_ranks : 0;  // 0: the rank lines do not say
+  if (ranks > 0 && k != 1 && k != static_cast<std::uint64_t>(ranks)) {
+    TableOpInference out;
+    out.reason = fmt::format("size / (count x type size) = {} is neither 1 nor the {} ranks", k, ranks);
+    return out;
+  }
+  const auto ratio = bus_ratio(r);
+  const int n = k > 1 ? static_cast<int>(k) : ranks;  // ranks, where known
+  if (f.rooted) return rooted_op(f, ratio);
+  if (k > 1) return sharded_op(f, ratio, n);
+  return whole_op(f, ratio, n);
 }
 
 }  // namespace commstack::fit
