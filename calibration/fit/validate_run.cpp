@@ -193,10 +193,11 @@ ValidationResult validate_run(const MeasuredRun& run, const Profile& profile) {
 
 namespace {
 
-ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profile, bool explore) {
+// Every size predicted, with its error and NCCL's own model's, and the MAPEs (all sizes, and split
+// at 1 MiB).
+void predict_rows(const MeasuredRun& run, const Profile& profile, ValidationResult& out) {
   sim::stack::Predictor predictor(run.cluster, run.nodes, run.gpus_per_node, run.knobs);
   std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>> forced;
-  ValidationResult out;
   out.comm = predictor.shape();
   // Absolute percentage errors, all sizes and split at 1 MiB: commstack's and NCCL's own model's.
   struct Apes {
@@ -222,7 +223,20 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       nccl.add(row.bytes, 100.0 * std::fabs(row.nccl_model_us - row.measured_us) / row.measured_us);
     out.rows.push_back(row);
   }
-  // Disturbed points: compare each size with the next larger one of the sweep.
+  out.mape_percent = mean(ours.all);
+  out.mape_large_percent = mean(ours.large);
+  out.mape_small_percent = mean(ours.small);
+  out.n_large = static_cast<int>(ours.large.size());
+  out.n_small = static_cast<int>(ours.small.size());
+  out.nccl_model_mape_percent = mean(nccl.all);
+  out.nccl_model_mape_large_percent = mean(nccl.large);
+  out.nccl_model_mape_small_percent = mean(nccl.small);
+  out.nccl_model_n_large = static_cast<int>(nccl.large.size());
+  out.nccl_model_n_small = static_cast<int>(nccl.small.size());
+}
+
+// Disturbed points: each size against the next larger one of the sweep.
+void mark_disturbed(ValidationResult& out) {
   const std::vector<std::size_t> order = size_order(out.rows);
   for (std::size_t k = 0; k + 1 < order.size(); ++k) {
     auto& row = out.rows[order[k]];
@@ -234,16 +248,10 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       row.next_measured_us = next.measured_us;
     }
   }
-  out.mape_percent = mean(ours.all);
-  out.mape_large_percent = mean(ours.large);
-  out.mape_small_percent = mean(ours.small);
-  out.n_large = static_cast<int>(ours.large.size());
-  out.n_small = static_cast<int>(ours.small.size());
-  out.nccl_model_mape_percent = mean(nccl.all);
-  out.nccl_model_mape_large_percent = mean(nccl.large);
-  out.nccl_model_mape_small_percent = mean(nccl.small);
-  out.nccl_model_n_large = static_cast<int>(nccl.large.size());
-  out.nccl_model_n_small = static_cast<int>(nccl.small.size());
+}
+
+// The largest size's bus bandwidths, and whether the run is far below what its hardware allows.
+void check_hardware_bound(const MeasuredRun& run, ValidationResult& out) {
   const auto& last = out.rows.back();
   const double bf = sim::bus_bandwidth_factor(run.op, run.nodes * run.gpus_per_node);
   out.measured_busbw_GBps = static_cast<double>(last.bytes) * bf / (last.measured_us * 1e-6) / 1e9;
@@ -255,16 +263,15 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       lb.fabric_bandwidth_s + lb.transport_s + lb.protocol_s > 0.5 * last.prediction.time_s;
   out.below_hardware =
       bandwidth_bound && out.measured_busbw_GBps < kBelowHardwareRatio * out.predicted_busbw_GBps;
-  if (explore && out.n_large > 0 && (out.below_hardware || out.mape_large_percent > kAlternativeTrigger))
-    out.alternatives = alternatives_for(run, profile, out);
-  // A run far below its hardware is slow everywhere; some slow pair would match it by chance.
-  if (explore && !out.below_hardware) out.other_choices = other_choices_for(run, profile, out);
-  // The error split by regime: a latency-bound size's error is the fixed-cost layers', a
-  // bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
-  // Medians, so that one disturbed size does not speak for the regime.
-  ErrorSplit& sp = out.split;
+}
+
+// The error split by regime: a latency-bound size's error is the fixed-cost layers', a
+// bandwidth-bound size's is the byte-moving layers' (the other side is under kRegimeShare of it).
+// Medians, so that one disturbed size does not speak for the regime.
+ErrorSplit error_split(const std::vector<ValidationRow>& rows) {
+  ErrorSplit sp;
   std::vector<double> excess, layers, ratio;
-  for (const auto& row : out.rows) {
+  for (const auto& row : rows) {
     const auto& b = row.prediction.breakdown;
     const double fixed_us = (b.launch_s + b.algorithm_latency_s + b.fabric_latency_s) * 1e6;
     const double moving_us = row.predicted_us - fixed_us;
@@ -277,7 +284,17 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
       ratio.push_back(moving_us / (row.measured_us - fixed_us));
     }
   }
-  HostFloor& hf = out.host_floor;
+  sp.n_latency = static_cast<int>(excess.size());
+  sp.n_bandwidth = static_cast<int>(ratio.size());
+  sp.latency_excess_us = median(excess);
+  sp.latency_layers_us = median(layers);
+  sp.bandwidth_rate_ratio = median(ratio);
+  return sp;
+}
+
+// Which sizes the host's kernel launches set (nccl-tests -g), and where launch_us came from.
+HostFloor host_floor(const MeasuredRun& run, const Profile& profile, const std::vector<ValidationRow>& rows) {
+  HostFloor hf;
   const auto& launch = profile.params[static_cast<std::size_t>(sim::stack::Param::launch_us)];
   hf.launches = run.knobs.cuda_graph ? 0 : run.knobs.gpus_per_thread;
   hf.launch_us = launch.value;
@@ -285,16 +302,25 @@ ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profil
   hf.measured = fitted_on_data(launch);
   hf.other_generations = taken_from_other_generations(launch);
   const double kernel_s = profile[sim::stack::Param::kernel_us] * 1e-6;
-  for (const auto& row : out.rows)
+  for (const auto& row : rows)
     if (hf.launches > 0 && (hf.synchronized || row.prediction.breakdown.launch_s > kernel_s * (1 + 1e-9))) {
       ++hf.sizes;
       hf.max_bytes = std::max(hf.max_bytes, row.bytes);
     }
-  sp.n_latency = static_cast<int>(excess.size());
-  sp.n_bandwidth = static_cast<int>(ratio.size());
-  sp.latency_excess_us = median(excess);
-  sp.latency_layers_us = median(layers);
-  sp.bandwidth_rate_ratio = median(ratio);
+  return hf;
+}
+
+ValidationResult validate_run_once(const MeasuredRun& run, const Profile& profile, bool explore) {
+  ValidationResult out;
+  predict_rows(run, profile, out);
+  mark_disturbed(out);
+  check_hardware_bound(run, out);
+  if (explore && out.n_large > 0 && (out.below_hardware || out.mape_large_percent > kAlternativeTrigger))
+    out.alternatives = alternatives_for(run, profile, out);
+  // A run far below its hardware is slow everywhere; some slow pair would match it by chance.
+  if (explore && !out.below_hardware) out.other_choices = other_choices_for(run, profile, out);
+  out.split = error_split(out.rows);
+  out.host_floor = host_floor(run, profile, out.rows);
   return out;
 }
 
