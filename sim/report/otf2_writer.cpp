@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <system_error>
 #include <tuple>
@@ -128,38 +129,69 @@ std::string stream_lane_name(const std::string& stream, int lane) {
   return lane == 0 ? stream : fmt::format("{} #{}", stream, lane + 1);
 }
 
-}  // namespace
+// Attributes of compute and communication regions (written on Enter).
+constexpr OTF2_AttributeRef kAttrMicroBatch = 0;
+constexpr OTF2_AttributeRef kAttrLayer = 1;
+constexpr OTF2_AttributeRef kAttrOp = 2;
+constexpr OTF2_AttributeRef kAttrAfter = 3;
+constexpr OTF2_AttributeRef kAttrPhase = 4;
 
-Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
-  capture_otf2_errors();
-  if (t.ranks.size() != t.node_of_rank.size()) throw std::logic_error("write_otf2: node_of_rank does not match ranks");
-  if (t.comms.empty() || t.comms[0].ranks != t.ranks) throw std::logic_error("write_otf2: comms[0] must be the world of ranks");
-  if (t.message_stream < 0 || t.message_stream >= static_cast<int>(t.streams.size())) {
-    throw std::logic_error("write_otf2: message_stream out of range");
+// The timeline's ranks by their index in `t.ranks` (a location group each).
+class RankIndex {
+ public:
+  explicit RankIndex(const Otf2Timeline& t) {
+    for (std::size_t i = 0; i < t.ranks.size(); ++i) index_of_rank_[t.ranks[i]] = static_cast<int>(i);
   }
-  std::map<int, int> index_of_rank;
-  for (std::size_t i = 0; i < t.ranks.size(); ++i) index_of_rank[t.ranks[i]] = static_cast<int>(i);
-  const auto rank_index = [&](int rank) {
-    auto it = index_of_rank.find(rank);
-    if (it == index_of_rank.end()) throw std::logic_error(fmt::format("write_otf2: rank {} has no location", rank));
+  int operator()(int rank) const {
+    auto it = index_of_rank_.find(rank);
+    if (it == index_of_rank_.end())
+      throw std::logic_error(fmt::format("write_otf2: rank {} has no location", rank));
     return it->second;
-  };
+  }
+  bool has(int rank) const { return index_of_rank_.count(rank) != 0; }
 
-  // Lanes: a stream whose ops overlap (batched pipeline send/recv) is split into as many
-  // locations as it needs, since regions on one location must nest.
+ private:
+  std::map<int, int> index_of_rank_;
+};
+
+// A member's rank in communicator `comm` (the group members are the ranks that have locations).
+std::uint32_t comm_rank(const Otf2Timeline& t, const RankIndex& ranks, int comm, int global_rank) {
+  const auto& r = t.comms[static_cast<std::size_t>(comm)].ranks;
+  std::uint32_t k = 0;
+  for (int member : r) {
+    if (member == global_rank) return k;
+    if (ranks.has(member)) ++k;
+  }
+  return OTF2_UNDEFINED_UINT32;
+}
+
+// Where every interval and message goes: one location per (rank, stream, lane), each with its
+// events in time order, and the locations' ids in (rank, stream, lane) order.
+struct LocationPlan {
   std::map<std::tuple<int, int, int>, std::size_t> location_of;  // (rank index, stream, lane)
   std::vector<Location> locations;
-  const auto location = [&](int ri, int stream, int lane) {
+  std::vector<std::size_t> order;    // locations in (rank, stream, lane) order
+  std::vector<OTF2_LocationRef> id;  // per location
+  std::uint64_t last_tick = 0;
+
+  std::size_t location(int ri, int stream, int lane) {
     auto [it, added] = location_of.try_emplace({ri, stream, lane}, 0);
     if (added) {
       it->second = locations.size();
       locations.push_back({ri, stream, lane, {}});
     }
     return it->second;
-  };
-  // Every rank has a location on the message stream: its COMM_LOCATIONS entry.
-  for (std::size_t ri = 0; ri < t.ranks.size(); ++ri) location(static_cast<int>(ri), t.message_stream, 0);
+  }
+};
 
+LocationPlan plan_locations(const Otf2Timeline& t, const RankIndex& rank_index) {
+  LocationPlan plan;
+  // Every rank has a location on the message stream: its COMM_LOCATIONS entry.
+  for (std::size_t ri = 0; ri < t.ranks.size(); ++ri)
+    plan.location(static_cast<int>(ri), t.message_stream, 0);
+
+  // Lanes: a stream whose ops overlap (batched pipeline send/recv) is split into as many
+  // locations as it needs, since regions on one location must nest.
   std::vector<std::size_t> order(t.intervals.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -180,7 +212,7 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
     while (lane < ends.size() && ends[lane] > b) ++lane;
     if (lane == ends.size()) ends.push_back(e);
     else ends[lane] = e;
-    auto& evs = locations[location(ri, iv.stream, static_cast<int>(lane))].events;
+    auto& evs = plan.locations[plan.location(ri, iv.stream, static_cast<int>(lane))].events;
     evs.push_back({b, EvKind::enter, i});
     if (iv.collective != Otf2Collective::none) {
       evs.push_back({b, EvKind::coll_begin, i});
@@ -190,300 +222,365 @@ Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
   }
   for (std::size_t m = 0; m < t.messages.size(); ++m) {
     const auto& msg = t.messages[m];
-    locations[location(rank_index(msg.rank), t.message_stream, 0)].events.push_back(
+    plan.locations[plan.location(rank_index(msg.rank), t.message_stream, 0)].events.push_back(
         {ticks(msg.time_s), msg.send ? EvKind::send : EvKind::recv, m});
   }
   // Region events of a lane are already in time order; messages go after region events of the
   // same tick (stable sort), which keeps every Enter/Leave pair nested.
-  std::uint64_t last_tick = 0;
-  for (auto& loc : locations) {
+  for (auto& loc : plan.locations) {
     std::stable_sort(loc.events.begin(), loc.events.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
-    if (!loc.events.empty()) last_tick = std::max(last_tick, loc.events.back().ts);
+    if (!loc.events.empty()) plan.last_tick = std::max(plan.last_tick, loc.events.back().ts);
   }
   // Locations in (rank, stream, lane) order so that the ids read like the system tree.
-  std::vector<std::size_t> loc_order(locations.size());
-  for (std::size_t i = 0; i < loc_order.size(); ++i) loc_order[i] = i;
-  std::sort(loc_order.begin(), loc_order.end(), [&](std::size_t a, std::size_t b) {
+  const auto& locations = plan.locations;
+  plan.order.resize(locations.size());
+  for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
+  std::sort(plan.order.begin(), plan.order.end(), [&](std::size_t a, std::size_t b) {
     return std::tuple(locations[a].rank_index, locations[a].stream, locations[a].lane) <
            std::tuple(locations[b].rank_index, locations[b].stream, locations[b].lane);
   });
-  std::vector<OTF2_LocationRef> loc_id(locations.size());
-  for (std::size_t k = 0; k < loc_order.size(); ++k) loc_id[loc_order[k]] = k;
+  plan.id.resize(locations.size());
+  for (std::size_t k = 0; k < plan.order.size(); ++k) plan.id[plan.order[k]] = k;
+  return plan;
+}
 
-  // Regions, by (name, kind, collective role).
-  StringTable str;
+// Regions by (name, kind, collective role), and each interval's dependency list and phase as
+// string attributes.
+struct RegionDef {
+  OTF2_StringRef name, kind;
+  OTF2_RegionRole role;
+  OTF2_Paradigm paradigm;
+};
+struct RegionPlan {
+  std::vector<RegionDef> defs;
+  std::vector<OTF2_RegionRef> region_of;  // per interval
+  std::vector<OTF2_StringRef> after_of;   // per interval
+  std::vector<OTF2_StringRef> phase_of;   // per interval
+};
+
+RegionPlan plan_regions(const Otf2Timeline& t, StringTable& str) {
+  RegionPlan rp;
   std::map<std::tuple<std::string, std::string, int>, OTF2_RegionRef> region_ids;
-  std::vector<OTF2_RegionRef> region_of(t.intervals.size());
-  struct RegionDef {
-    OTF2_StringRef name, kind;
-    OTF2_RegionRole role;
-    OTF2_Paradigm paradigm;
-  };
-  std::vector<RegionDef> region_defs;
+  rp.region_of.resize(t.intervals.size());
   for (std::size_t i = 0; i < t.intervals.size(); ++i) {
     const auto& iv = t.intervals[i];
     const OTF2_RegionRole role = region_role(iv);
     auto [it, added] = region_ids.try_emplace({iv.region, iv.kind, static_cast<int>(role)},
-                                              static_cast<OTF2_RegionRef>(region_defs.size()));
+                                              static_cast<OTF2_RegionRef>(rp.defs.size()));
     if (added) {
       // Compute ops are GPU kernels (CUDA paradigm); communication is written with OTF2's MPI
       // records, so it belongs to the MPI paradigm for Vampir's message and collective views.
       const OTF2_Paradigm paradigm = iv.kind == "compute" ? OTF2_PARADIGM_CUDA : OTF2_PARADIGM_MPI;
-      region_defs.push_back({str(iv.region), str(iv.kind), role, paradigm});
+      rp.defs.push_back({str(iv.region), str(iv.kind), role, paradigm});
     }
-    region_of[i] = it->second;
+    rp.region_of[i] = it->second;
   }
   // Dependency lists as strings (attribute commstack_after), one definition per distinct list.
-  std::vector<OTF2_StringRef> after_of(t.intervals.size(), OTF2_UNDEFINED_STRING);
+  rp.after_of.assign(t.intervals.size(), OTF2_UNDEFINED_STRING);
   for (std::size_t i = 0; i < t.intervals.size(); ++i) {
-    if (!t.intervals[i].after.empty()) after_of[i] = str(fmt::format("{}", fmt::join(t.intervals[i].after, ",")));
+    if (!t.intervals[i].after.empty())
+      rp.after_of[i] = str(fmt::format("{}", fmt::join(t.intervals[i].after, ",")));
   }
   // Phases (attribute phase): with the micro-batch they place each op in its pipeline step, which
   // `replay --scale-pp` needs to re-order a stage into the 1F1B order of a deeper pipeline.
-  std::vector<OTF2_StringRef> phase_of(t.intervals.size(), OTF2_UNDEFINED_STRING);
+  rp.phase_of.assign(t.intervals.size(), OTF2_UNDEFINED_STRING);
   for (std::size_t i = 0; i < t.intervals.size(); ++i) {
-    if (!t.intervals[i].phase.empty()) phase_of[i] = str(t.intervals[i].phase);
+    if (!t.intervals[i].phase.empty()) rp.phase_of[i] = str(t.intervals[i].phase);
   }
+  return rp;
+}
 
-  // The archive. Only the three OTF2 paths of an earlier archive are removed.
+struct ArchiveCloser {
+  void operator()(OTF2_Archive* a) const { OTF2_Archive_Close(a); }
+};
+using ArchivePtr = std::unique_ptr<OTF2_Archive, ArchiveCloser>;
+
+// The archive, with its creator, description and machine. Only the three OTF2 paths of an earlier
+// archive are removed.
+ArchivePtr open_archive(const Otf2Timeline& t, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw InputError(fmt::format("--otf2 {}: cannot create the directory", dir));
   for (const char* name : {"traces.otf2", "traces.def", "traces"}) fs::remove_all(fs::path(dir) / name, ec);
-  OTF2_Archive* archive = OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, 1024 * 1024, 4 * 1024 * 1024,
-                                            OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+  constexpr std::uint64_t kEventChunkBytes = std::uint64_t{1} << 20;  // OTF2's chunk sizes: 1 MiB, 4 MiB
+  constexpr std::uint64_t kDefChunkBytes = std::uint64_t{4} << 20;
+  ArchivePtr archive(OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, kEventChunkBytes,
+                                       kDefChunkBytes, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE));
   if (archive == nullptr) {
     throw InputError(fmt::format("--otf2 {}: cannot create an OTF2 archive there ({})", dir, last_otf2_message()));
   }
-  struct Closer {
-    OTF2_Archive* a;
-    ~Closer() {
-      if (a != nullptr) OTF2_Archive_Close(a);
-    }
-  } closer{archive};
-  OTF2_FlushCallbacks flush{pre_flush, post_flush};
-  check(OTF2_Archive_SetFlushCallbacks(archive, &flush, nullptr), dir, "setting flush callbacks");
-  check(OTF2_Archive_SetSerialCollectiveCallbacks(archive), dir, "setting collective callbacks");
-  check(OTF2_Archive_SetCreator(archive, kCreator), dir, "setting the creator");
-  check(OTF2_Archive_SetDescription(archive, t.title.c_str()), dir, "setting the description");
-  check(OTF2_Archive_SetMachineName(archive, t.machine.c_str()), dir, "setting the machine name");
+  static OTF2_FlushCallbacks flush{pre_flush, post_flush};
+  check(OTF2_Archive_SetFlushCallbacks(archive.get(), &flush, nullptr), dir, "setting flush callbacks");
+  check(OTF2_Archive_SetSerialCollectiveCallbacks(archive.get()), dir, "setting collective callbacks");
+  check(OTF2_Archive_SetCreator(archive.get(), kCreator), dir, "setting the creator");
+  check(OTF2_Archive_SetDescription(archive.get(), t.title.c_str()), dir, "setting the description");
+  check(OTF2_Archive_SetMachineName(archive.get(), t.machine.c_str()), dir, "setting the machine name");
+  return archive;
+}
 
-  // Attributes of compute and communication regions (written on Enter).
-  const OTF2_AttributeRef attr_micro_batch = 0;
-  const OTF2_AttributeRef attr_layer = 1;
-  const OTF2_AttributeRef attr_op = 2;
-  const OTF2_AttributeRef attr_after = 3;
-  const OTF2_AttributeRef attr_phase = 4;
+// One event on a location's writer; `attrs` is the reused attribute list.
+void write_event(OTF2_EvtWriter* w, const Ev& ev, const Otf2Timeline& t, const RankIndex& ranks,
+                 const RegionPlan& rp, OTF2_AttributeList* attrs, const std::string& dir) {
+  switch (ev.kind) {
+    case EvKind::enter: {
+      const auto& iv = t.intervals[ev.index];
+      OTF2_AttributeList* list = nullptr;
+      if (iv.micro_batch >= 0 || iv.layer >= 0 || iv.op >= 0) {
+        if (iv.micro_batch >= 0) OTF2_AttributeList_AddInt32(attrs, kAttrMicroBatch, iv.micro_batch);
+        if (iv.layer >= 0) OTF2_AttributeList_AddInt32(attrs, kAttrLayer, iv.layer);
+        if (iv.op >= 0) OTF2_AttributeList_AddUint64(attrs, kAttrOp, static_cast<std::uint64_t>(iv.op));
+        if (rp.after_of[ev.index] != OTF2_UNDEFINED_STRING)
+          OTF2_AttributeList_AddStringRef(attrs, kAttrAfter, rp.after_of[ev.index]);
+        if (rp.phase_of[ev.index] != OTF2_UNDEFINED_STRING)
+          OTF2_AttributeList_AddStringRef(attrs, kAttrPhase, rp.phase_of[ev.index]);
+        list = attrs;
+      }
+      check(OTF2_EvtWriter_Enter(w, list, ev.ts, rp.region_of[ev.index]), dir, "writing an Enter event");
+      break;
+    }
+    case EvKind::leave:
+      check(OTF2_EvtWriter_Leave(w, nullptr, ev.ts, rp.region_of[ev.index]), dir, "writing a Leave event");
+      break;
+    case EvKind::coll_begin:
+      check(OTF2_EvtWriter_MpiCollectiveBegin(w, nullptr, ev.ts), dir, "writing a collective begin");
+      break;
+    case EvKind::coll_end: {
+      const auto& iv = t.intervals[ev.index];
+      const std::uint32_t root = iv.root < 0 ? OTF2_UNDEFINED_UINT32 : comm_rank(t, ranks, iv.comm, iv.root);
+      check(OTF2_EvtWriter_MpiCollectiveEnd(w, nullptr, ev.ts, otf2_op(iv.collective),
+                                            static_cast<OTF2_CommRef>(iv.comm), root, iv.bytes_sent,
+                                            iv.bytes_received),
+            dir, "writing a collective end");
+      break;
+    }
+    case EvKind::send:
+    case EvKind::recv: {
+      const auto& m = t.messages[ev.index];
+      const std::uint32_t peer = comm_rank(t, ranks, 0, m.peer);
+      if (peer == OTF2_UNDEFINED_UINT32)
+        throw std::logic_error(fmt::format("write_otf2: peer {} has no location", m.peer));
+      // The op id tells readers which region a message belongs to: a pipeline op on an
+      // overlap location (`pp #2`) has its message on the `pp` location.
+      OTF2_AttributeList* list = nullptr;
+      if (m.op >= 0) {
+        OTF2_AttributeList_AddUint64(attrs, kAttrOp, static_cast<std::uint64_t>(m.op));
+        list = attrs;
+      }
+      if (ev.kind == EvKind::send) {
+        check(OTF2_EvtWriter_MpiSend(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiSend");
+      } else {
+        check(OTF2_EvtWriter_MpiRecv(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiRecv");
+      }
+      break;
+    }
+  }
+}
+
+// Every location's events (freed as they are written: bounded memory on big timelines), then the
+// empty local definition files (every location's identifiers are already global). Returns the
+// event count per location.
+std::vector<std::uint64_t> write_events(OTF2_Archive* archive, const Otf2Timeline& t, const RankIndex& ranks,
+                                        LocationPlan& plan, const RegionPlan& rp, const std::string& dir) {
   OTF2_AttributeList* attrs = OTF2_AttributeList_New();
   struct AttrFree {
     OTF2_AttributeList* l;
     ~AttrFree() { OTF2_AttributeList_Delete(l); }
   } attr_free{attrs};
-
-  // Events.
-  const auto comm_rank = [&](int comm, int global_rank) -> std::uint32_t {
-    const auto& r = t.comms[static_cast<std::size_t>(comm)].ranks;
-    std::uint32_t k = 0;
-    for (int member : r) {
-      if (member == global_rank) return k;
-      if (index_of_rank.count(member) != 0) ++k;  // group members are the ranks that have locations
-    }
-    return OTF2_UNDEFINED_UINT32;
-  };
-  std::vector<std::uint64_t> event_count(locations.size(), 0);
-  long long total_events = 0;
+  std::vector<std::uint64_t> event_count(plan.locations.size(), 0);
   check(OTF2_Archive_OpenEvtFiles(archive), dir, "opening the event files");
-  for (std::size_t li : loc_order) {
-    auto& loc = locations[li];
-    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, loc_id[li]);
+  for (std::size_t li : plan.order) {
+    auto& loc = plan.locations[li];
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, plan.id[li]);
     if (w == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating an event writer");
-    for (const Ev& ev : loc.events) {
-      switch (ev.kind) {
-        case EvKind::enter: {
-          const auto& iv = t.intervals[ev.index];
-          OTF2_AttributeList* list = nullptr;
-          if (iv.micro_batch >= 0 || iv.layer >= 0 || iv.op >= 0) {
-            if (iv.micro_batch >= 0) OTF2_AttributeList_AddInt32(attrs, attr_micro_batch, iv.micro_batch);
-            if (iv.layer >= 0) OTF2_AttributeList_AddInt32(attrs, attr_layer, iv.layer);
-            if (iv.op >= 0) OTF2_AttributeList_AddUint64(attrs, attr_op, static_cast<std::uint64_t>(iv.op));
-            if (after_of[ev.index] != OTF2_UNDEFINED_STRING) OTF2_AttributeList_AddStringRef(attrs, attr_after, after_of[ev.index]);
-            if (phase_of[ev.index] != OTF2_UNDEFINED_STRING) OTF2_AttributeList_AddStringRef(attrs, attr_phase, phase_of[ev.index]);
-            list = attrs;
-          }
-          check(OTF2_EvtWriter_Enter(w, list, ev.ts, region_of[ev.index]), dir, "writing an Enter event");
-          break;
-        }
-        case EvKind::leave:
-          check(OTF2_EvtWriter_Leave(w, nullptr, ev.ts, region_of[ev.index]), dir, "writing a Leave event");
-          break;
-        case EvKind::coll_begin:
-          check(OTF2_EvtWriter_MpiCollectiveBegin(w, nullptr, ev.ts), dir, "writing a collective begin");
-          break;
-        case EvKind::coll_end: {
-          const auto& iv = t.intervals[ev.index];
-          const std::uint32_t root = iv.root < 0 ? OTF2_UNDEFINED_UINT32 : comm_rank(iv.comm, iv.root);
-          check(OTF2_EvtWriter_MpiCollectiveEnd(w, nullptr, ev.ts, otf2_op(iv.collective),
-                                                static_cast<OTF2_CommRef>(iv.comm), root, iv.bytes_sent,
-                                                iv.bytes_received),
-                dir, "writing a collective end");
-          break;
-        }
-        case EvKind::send:
-        case EvKind::recv: {
-          const auto& m = t.messages[ev.index];
-          const std::uint32_t peer = comm_rank(0, m.peer);
-          if (peer == OTF2_UNDEFINED_UINT32) throw std::logic_error(fmt::format("write_otf2: peer {} has no location", m.peer));
-          // The op id tells readers which region a message belongs to: a pipeline op on an
-          // overlap location (`pp #2`) has its message on the `pp` location.
-          OTF2_AttributeList* list = nullptr;
-          if (m.op >= 0) {
-            OTF2_AttributeList_AddUint64(attrs, attr_op, static_cast<std::uint64_t>(m.op));
-            list = attrs;
-          }
-          if (ev.kind == EvKind::send) {
-            check(OTF2_EvtWriter_MpiSend(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiSend");
-          } else {
-            check(OTF2_EvtWriter_MpiRecv(w, list, ev.ts, peer, 0, m.tag, m.bytes), dir, "writing an MpiRecv");
-          }
-          break;
-        }
-      }
-    }
+    for (const Ev& ev : loc.events) write_event(w, ev, t, ranks, rp, attrs, dir);
     event_count[li] = loc.events.size();
-    total_events += static_cast<long long>(loc.events.size());
-    loc.events = {};  // bounded memory on big timelines
+    loc.events = {};
     check(OTF2_Archive_CloseEvtWriter(archive, w), dir, "closing an event writer");
   }
   check(OTF2_Archive_CloseEvtFiles(archive), dir, "closing the event files");
-  // Empty local definition files: every location's identifiers are already global.
   check(OTF2_Archive_OpenDefFiles(archive), dir, "opening the local definition files");
-  for (std::size_t li : loc_order) {
-    OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, loc_id[li]);
+  for (std::size_t li : plan.order) {
+    OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, plan.id[li]);
     if (dw == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating a definition writer");
     check(OTF2_Archive_CloseDefWriter(archive, dw), dir, "closing a definition writer");
   }
   check(OTF2_Archive_CloseDefFiles(archive), dir, "closing the local definition files");
+  return event_count;
+}
 
-  // Global definitions. Strings are collected first (ids in order of first use), then written.
+// The global definitions' names, collected before the strings are written (ids in order of first
+// use, after the regions').
+struct GlobalNames {
   struct SysNode {
     OTF2_StringRef name, cls;
     OTF2_SystemTreeNodeRef parent;
   };
   std::vector<SysNode> sys_nodes;
-  sys_nodes.push_back({str(t.machine.empty() ? "cluster" : t.machine), str("machine"), OTF2_UNDEFINED_SYSTEM_TREE_NODE});
   std::map<int, OTF2_SystemTreeNodeRef> node_ref;
+  std::vector<OTF2_StringRef> group_names, loc_names, comm_names;
+  OTF2_StringRef empty = 0, mpi = 0, cuda = 0;
+  struct Attr {
+    OTF2_AttributeRef ref;
+    OTF2_StringRef name, description;
+    OTF2_Type type;
+  };
+  std::vector<Attr> attrs;
+};
+
+GlobalNames global_names(const Otf2Timeline& t, const LocationPlan& plan, StringTable& str) {
+  GlobalNames n;
+  n.sys_nodes.push_back(
+      {str(t.machine.empty() ? "cluster" : t.machine), str("machine"), OTF2_UNDEFINED_SYSTEM_TREE_NODE});
   for (int node : t.node_of_rank) {
-    if (node_ref.count(node) == 0) {
-      node_ref[node] = static_cast<OTF2_SystemTreeNodeRef>(sys_nodes.size());
-      sys_nodes.push_back({str(fmt::format("node {}", node)), str("node"), 0});
+    if (n.node_ref.count(node) == 0) {
+      n.node_ref[node] = static_cast<OTF2_SystemTreeNodeRef>(n.sys_nodes.size());
+      n.sys_nodes.push_back({str(fmt::format("node {}", node)), str("node"), 0});
     }
   }
-  std::vector<OTF2_StringRef> group_names(t.ranks.size());
-  for (std::size_t ri = 0; ri < t.ranks.size(); ++ri) group_names[ri] = str(fmt::format("GPU rank {}", t.ranks[ri]));
-  std::vector<OTF2_StringRef> loc_names(locations.size());
-  for (std::size_t li : loc_order) {
-    const auto& loc = locations[li];
-    loc_names[li] = str(stream_lane_name(t.streams[static_cast<std::size_t>(loc.stream)], loc.lane));
+  n.group_names.resize(t.ranks.size());
+  for (std::size_t ri = 0; ri < t.ranks.size(); ++ri)
+    n.group_names[ri] = str(fmt::format("GPU rank {}", t.ranks[ri]));
+  n.loc_names.resize(plan.locations.size());
+  for (std::size_t li : plan.order) {
+    const auto& loc = plan.locations[li];
+    n.loc_names[li] = str(stream_lane_name(t.streams[static_cast<std::size_t>(loc.stream)], loc.lane));
   }
-  std::vector<OTF2_StringRef> comm_names(t.comms.size());
-  for (std::size_t c = 0; c < t.comms.size(); ++c) comm_names[c] = str(t.comms[c].name);
-  const OTF2_StringRef s_empty = str("");
-  const OTF2_StringRef s_mpi = str("MPI");
-  const OTF2_StringRef s_cuda = str("CUDA");
-  const OTF2_StringRef s_mb = str("micro_batch");
-  const OTF2_StringRef s_mb_desc = str("Micro-batch of the training op");
-  const OTF2_StringRef s_layer = str("layer");
-  const OTF2_StringRef s_layer_desc = str("Global transformer layer of the training op");
-  const OTF2_StringRef s_op = str("commstack_op");
-  const OTF2_StringRef s_op_desc = str("Id of the op in the simulated op graph");
-  const OTF2_StringRef s_after = str("commstack_after");
-  const OTF2_StringRef s_after_desc = str("Ids of the ops this op waited for (its dependencies), comma separated");
-  const OTF2_StringRef s_phase = str("phase");
-  const OTF2_StringRef s_phase_desc = str("Phase of the training op: forward, backward, recompute or optimizer");
+  n.comm_names.resize(t.comms.size());
+  for (std::size_t c = 0; c < t.comms.size(); ++c) n.comm_names[c] = str(t.comms[c].name);
+  n.empty = str("");
+  n.mpi = str("MPI");
+  n.cuda = str("CUDA");
+  const auto attr = [&](OTF2_AttributeRef ref, const char* name, const char* description, OTF2_Type type) {
+    const OTF2_StringRef name_id = str(name);
+    n.attrs.push_back({ref, name_id, str(description), type});
+  };
+  attr(kAttrMicroBatch, "micro_batch", "Micro-batch of the training op", OTF2_TYPE_INT32);
+  attr(kAttrLayer, "layer", "Global transformer layer of the training op", OTF2_TYPE_INT32);
+  attr(kAttrOp, "commstack_op", "Id of the op in the simulated op graph", OTF2_TYPE_UINT64);
+  attr(kAttrAfter, "commstack_after", "Ids of the ops this op waited for (its dependencies), comma separated",
+       OTF2_TYPE_STRING);
+  attr(kAttrPhase, "phase", "Phase of the training op: forward, backward, recompute or optimizer",
+       OTF2_TYPE_STRING);
+  return n;
+}
 
-  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
-  if (g == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating the global definition writer");
-  check(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, 0, last_tick + 1, OTF2_UNDEFINED_TIMESTAMP), dir,
-        "writing the clock properties");
+// Clock, strings, paradigms, attributes and regions.
+void write_header_defs(OTF2_GlobalDefWriter* g, const LocationPlan& plan, const RegionPlan& rp,
+                       const StringTable& str, const GlobalNames& n, const std::string& dir) {
+  check(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, 0, plan.last_tick + 1,
+                                                  OTF2_UNDEFINED_TIMESTAMP),
+        dir, "writing the clock properties");
   for (std::size_t s = 0; s < str.strings().size(); ++s) {
     check(OTF2_GlobalDefWriter_WriteString(g, static_cast<OTF2_StringRef>(s), str.strings()[s].c_str()), dir,
           "writing a string");
   }
-  check(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS), dir,
+  check(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, n.mpi, OTF2_PARADIGM_CLASS_PROCESS), dir,
         "writing a paradigm");
-  check(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_CUDA, s_cuda, OTF2_PARADIGM_CLASS_ACCELERATOR), dir,
-        "writing a paradigm");
-  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_micro_batch, s_mb, s_mb_desc, OTF2_TYPE_INT32), dir,
-        "writing an attribute");
-  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_layer, s_layer, s_layer_desc, OTF2_TYPE_INT32), dir,
-        "writing an attribute");
-  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_op, s_op, s_op_desc, OTF2_TYPE_UINT64), dir, "writing an attribute");
-  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_after, s_after, s_after_desc, OTF2_TYPE_STRING), dir,
-        "writing an attribute");
-  check(OTF2_GlobalDefWriter_WriteAttribute(g, attr_phase, s_phase, s_phase_desc, OTF2_TYPE_STRING), dir,
-        "writing an attribute");
-  for (std::size_t r = 0; r < region_defs.size(); ++r) {
-    const auto& d = region_defs[r];
-    check(OTF2_GlobalDefWriter_WriteRegion(g, static_cast<OTF2_RegionRef>(r), d.name, d.name, d.kind, d.role, d.paradigm,
-                                           OTF2_REGION_FLAG_NONE, s_empty, 0, 0),
+  check(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_CUDA, n.cuda, OTF2_PARADIGM_CLASS_ACCELERATOR),
+        dir, "writing a paradigm");
+  for (const auto& a : n.attrs)
+    check(OTF2_GlobalDefWriter_WriteAttribute(g, a.ref, a.name, a.description, a.type), dir,
+          "writing an attribute");
+  for (std::size_t r = 0; r < rp.defs.size(); ++r) {
+    const auto& d = rp.defs[r];
+    check(OTF2_GlobalDefWriter_WriteRegion(g, static_cast<OTF2_RegionRef>(r), d.name, d.name, d.kind, d.role,
+                                           d.paradigm, OTF2_REGION_FLAG_NONE, n.empty, 0, 0),
           dir, "writing a region");
   }
-  for (std::size_t n = 0; n < sys_nodes.size(); ++n) {
-    check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, static_cast<OTF2_SystemTreeNodeRef>(n), sys_nodes[n].name,
-                                                   sys_nodes[n].cls, sys_nodes[n].parent),
+}
+
+// The system tree (machine, nodes), a location group per rank and its locations.
+void write_system_defs(OTF2_GlobalDefWriter* g, const Otf2Timeline& t, const LocationPlan& plan,
+                       const std::vector<std::uint64_t>& event_count, const GlobalNames& n,
+                       const std::string& dir) {
+  for (std::size_t k = 0; k < n.sys_nodes.size(); ++k) {
+    check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, static_cast<OTF2_SystemTreeNodeRef>(k),
+                                                   n.sys_nodes[k].name, n.sys_nodes[k].cls,
+                                                   n.sys_nodes[k].parent),
           dir, "writing a system tree node");
     check(OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(
-              g, static_cast<OTF2_SystemTreeNodeRef>(n),
-              n == 0 ? OTF2_SYSTEM_TREE_DOMAIN_MACHINE : OTF2_SYSTEM_TREE_DOMAIN_SHARED_MEMORY),
+              g, static_cast<OTF2_SystemTreeNodeRef>(k),
+              k == 0 ? OTF2_SYSTEM_TREE_DOMAIN_MACHINE : OTF2_SYSTEM_TREE_DOMAIN_SHARED_MEMORY),
           dir, "writing a system tree domain");
   }
   for (std::size_t ri = 0; ri < t.ranks.size(); ++ri) {
-    check(OTF2_GlobalDefWriter_WriteLocationGroup(g, static_cast<OTF2_LocationGroupRef>(ri), group_names[ri],
-                                                  OTF2_LOCATION_GROUP_TYPE_PROCESS, node_ref[t.node_of_rank[ri]],
-                                                  OTF2_UNDEFINED_LOCATION_GROUP),
+    check(OTF2_GlobalDefWriter_WriteLocationGroup(
+              g, static_cast<OTF2_LocationGroupRef>(ri), n.group_names[ri], OTF2_LOCATION_GROUP_TYPE_PROCESS,
+              n.node_ref.at(t.node_of_rank[ri]), OTF2_UNDEFINED_LOCATION_GROUP),
           dir, "writing a location group");
   }
   // Streams are written as threads of the rank's process: OTF2 3.0 puts accelerator streams in
   // accelerator location groups that cannot be MPI communication endpoints.
-  for (std::size_t li : loc_order) {
-    check(OTF2_GlobalDefWriter_WriteLocation(g, loc_id[li], loc_names[li], OTF2_LOCATION_TYPE_CPU_THREAD, event_count[li],
-                                             static_cast<OTF2_LocationGroupRef>(locations[li].rank_index)),
+  for (std::size_t li : plan.order) {
+    check(OTF2_GlobalDefWriter_WriteLocation(
+              g, plan.id[li], n.loc_names[li], OTF2_LOCATION_TYPE_CPU_THREAD, event_count[li],
+              static_cast<OTF2_LocationGroupRef>(plan.locations[li].rank_index)),
           dir, "writing a location");
   }
-  // Group 0: COMM_LOCATIONS (communicator rank i of the world = location of ranks[i]); group
-  // c + 1: the members of communicator c as indices into it.
+}
+
+// Group 0: COMM_LOCATIONS (communicator rank i of the world = location of ranks[i]); group c + 1:
+// the members of communicator c as indices into it; the communicators.
+void write_comm_defs(OTF2_GlobalDefWriter* g, const Otf2Timeline& t, const RankIndex& ranks,
+                     const LocationPlan& plan, const GlobalNames& n, const std::string& dir) {
   std::vector<std::uint64_t> comm_locations(t.ranks.size());
   for (std::size_t ri = 0; ri < t.ranks.size(); ++ri) {
-    comm_locations[ri] = loc_id[location_of.at({static_cast<int>(ri), t.message_stream, 0})];
+    comm_locations[ri] = plan.id[plan.location_of.at({static_cast<int>(ri), t.message_stream, 0})];
   }
-  check(OTF2_GlobalDefWriter_WriteGroup(g, 0, s_empty, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
-                                        OTF2_GROUP_FLAG_NONE, static_cast<std::uint32_t>(comm_locations.size()),
-                                        comm_locations.data()),
+  check(OTF2_GlobalDefWriter_WriteGroup(
+            g, 0, n.empty, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+            static_cast<std::uint32_t>(comm_locations.size()), comm_locations.data()),
         dir, "writing the communication locations");
   for (std::size_t c = 0; c < t.comms.size(); ++c) {
     std::vector<std::uint64_t> members;
-    for (int rank : t.comms[c].ranks) {
-      auto it = index_of_rank.find(rank);
-      if (it != index_of_rank.end()) members.push_back(static_cast<std::uint64_t>(it->second));
-    }
-    check(OTF2_GlobalDefWriter_WriteGroup(g, static_cast<OTF2_GroupRef>(c + 1), comm_names[c], OTF2_GROUP_TYPE_COMM_GROUP,
-                                          OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+    for (int rank : t.comms[c].ranks)
+      if (ranks.has(rank)) members.push_back(static_cast<std::uint64_t>(ranks(rank)));
+    check(OTF2_GlobalDefWriter_WriteGroup(g, static_cast<OTF2_GroupRef>(c + 1), n.comm_names[c],
+                                          OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
                                           static_cast<std::uint32_t>(members.size()), members.data()),
           dir, "writing a communicator group");
-    check(OTF2_GlobalDefWriter_WriteComm(g, static_cast<OTF2_CommRef>(c), comm_names[c], static_cast<OTF2_GroupRef>(c + 1),
-                                         OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE),
+    check(OTF2_GlobalDefWriter_WriteComm(g, static_cast<OTF2_CommRef>(c), n.comm_names[c],
+                                         static_cast<OTF2_GroupRef>(c + 1), OTF2_UNDEFINED_COMM,
+                                         OTF2_COMM_FLAG_NONE),
           dir, "writing a communicator");
   }
-  closer.a = nullptr;
-  check(OTF2_Archive_Close(archive), dir, "closing the archive");
+}
+
+}  // namespace
+
+Otf2WriteSummary write_otf2(const Otf2Timeline& t, const std::string& dir) {
+  capture_otf2_errors();
+  if (t.ranks.size() != t.node_of_rank.size())
+    throw std::logic_error("write_otf2: node_of_rank does not match ranks");
+  if (t.comms.empty() || t.comms[0].ranks != t.ranks)
+    throw std::logic_error("write_otf2: comms[0] must be the world of ranks");
+  if (t.message_stream < 0 || t.message_stream >= static_cast<int>(t.streams.size())) {
+    throw std::logic_error("write_otf2: message_stream out of range");
+  }
+  const RankIndex ranks(t);
+  LocationPlan plan = plan_locations(t, ranks);
+  StringTable str;
+  const RegionPlan rp = plan_regions(t, str);
+  ArchivePtr archive = open_archive(t, dir);
+  const std::vector<std::uint64_t> event_count = write_events(archive.get(), t, ranks, plan, rp, dir);
+  long long total_events = 0;
+  for (const std::uint64_t c : event_count) total_events += static_cast<long long>(c);
+
+  const GlobalNames names = global_names(t, plan, str);
+  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive.get());
+  if (g == nullptr) check(OTF2_ERROR_MEM_ALLOC_FAILED, dir, "creating the global definition writer");
+  write_header_defs(g, plan, rp, str, names, dir);
+  write_system_defs(g, t, plan, event_count, names, dir);
+  write_comm_defs(g, t, ranks, plan, names, dir);
+  check(OTF2_Archive_Close(archive.release()), dir, "closing the archive");
   make_trace_id_deterministic(dir, t.machine, t.title);
 
   Otf2WriteSummary s;
-  s.anchor = (fs::path(dir) / "traces.otf2").string();
-  s.locations = static_cast<long long>(locations.size());
+  s.anchor = (std::filesystem::path(dir) / "traces.otf2").string();
+  s.locations = static_cast<long long>(plan.locations.size());
   s.events = total_events;
-  s.regions = static_cast<long long>(region_defs.size());
+  s.regions = static_cast<long long>(rp.defs.size());
   return s;
 }
 
