@@ -105,7 +105,8 @@ FileInfo scan(const std::string& path) {
   };
   cb.member = [&](const std::string& key, json&& v) {
     if (key == "distributedInfo" && v.is_object()) info.distributed = std::move(v);
-    if (key == "deviceProperties" && v.is_array() && !v.empty() && v[0].is_object()) info.device = str(v[0], "name");
+    else if (key == "deviceProperties" && v.is_array() && !v.empty() && v[0].is_object())
+      info.device = str(v[0], "name");
   };
   stream_json_file(path, "traceEvents", cb);
   std::sort(info.steps.begin(), info.steps.end(), [](const Step& a, const Step& b) { return a.ts < b.ts; });
@@ -302,12 +303,10 @@ Window pick_window(const RankFile& f, const std::string& wanted, std::vector<std
   throw InputError(fmt::format("{}: iteration '{}' not in the trace; it has {}", f.path, wanted, fmt::join(names, ", ")));
 }
 
-}  // namespace
-
-ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoOptions& options) {
-  if (files.empty()) throw InputError("kineto import: no trace files");
-  ImportedTrace t;
-  t.format = "kineto";
+// The rank files, each with its rank (distributedInfo, else the file name), in rank order, and
+// the world they make.
+std::pair<std::vector<RankFile>, int> open_rank_files(const std::vector<std::string>& files,
+                                                      std::vector<std::string>& warnings) {
   std::vector<RankFile> rf;
   for (const auto& p : files) {
     RankFile f;
@@ -324,7 +323,8 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
                                      "which rank it is",
                                      p));
       }
-      t.warnings.push_back(fmt::format("{}: no distributedInfo.rank; taken as rank {} from the file name", p, f.rank));
+      warnings.push_back(
+          fmt::format("{}: no distributedInfo.rank; taken as rank {} from the file name", p, f.rank));
     }
     if (f.rank > (1 << 24) || f.world < 0 || f.world > (1 << 24) || (f.world > 0 && f.rank >= f.world)) throw InputError(fmt::format("{}: distributedInfo: rank {} / world_size {} out of range", p, f.rank, f.world));
     rf.push_back(std::move(f));
@@ -336,38 +336,230 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
       throw InputError(fmt::format("{} and {} are both rank {}; give one file per rank", rf[i - 1].path, rf[i].path, rf[i].rank));
     }
     if (rf[i].world > 0 && world > 0 && rf[i].world != world) {
-      t.warnings.push_back(fmt::format("{}: world_size {} differs from {} in another file; the larger is used", rf[i].path, rf[i].world, world));
+      warnings.push_back(fmt::format("{}: world_size {} differs from {} in another file; the larger is used",
+                                     rf[i].path, rf[i].world, world));
     }
     world = std::max({world, rf[i].world, rf[i].rank + 1});
   }
   for (const auto& f : rf) {
     if (f.rank >= world) throw InputError(fmt::format("{}: rank {} is not below world_size {}", f.path, f.rank, world));
   }
+  return {std::move(rf), world};
+}
 
-  // The iteration: asked for, or the last ProfilerStep every file has.
+// The iteration: asked for, or the last ProfilerStep every file has ("" when the files have none).
+std::string wanted_iteration(const std::vector<RankFile>& rf, const KinetoOptions& options) {
   std::string wanted = options.iteration;
   if (!wanted.empty() && !starts_with(wanted, "ProfilerStep#")) wanted = "ProfilerStep#" + wanted;
-  if (wanted.empty()) {
-    std::set<std::string> common;
-    bool first = true;
-    for (const auto& f : rf) {
-      std::set<std::string> mine;
-      for (const auto& s : f.info.steps) mine.insert(s.name);
-      if (first) common = mine;
-      else {
-        std::set<std::string> keep;
-        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(keep, keep.end()));
-        common = keep;
+  if (!wanted.empty()) return wanted;
+  std::set<std::string> common;
+  bool first = true;
+  for (const auto& f : rf) {
+    std::set<std::string> mine;
+    for (const auto& s : f.info.steps) mine.insert(s.name);
+    if (first)
+      common = mine;
+    else {
+      std::set<std::string> keep;
+      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                            std::inserter(keep, keep.end()));
+      common = keep;
+    }
+    first = false;
+  }
+  for (const auto& s : rf.front().info.steps) {
+    if (common.count(s.name) != 0) wanted = s.name;  // steps are in time order: the last common one wins
+  }
+  if (wanted.empty() && !rf.front().info.steps.empty()) {
+    throw InputError("kineto import: the files have no ProfilerStep# in common; pass --iteration");
+  }
+  return wanted;
+}
+
+// One rank's window of events as ops of the trace graph: the host's runtime calls per thread, the
+// GPU ops they launched, and the waits that tie them (synchronizing calls, cudaStreamWaitEvent).
+class RankImport {
+ public:
+  RankImport(const RankFile& f, const Window& w, int world, RankBuilder& rb, std::vector<Event> evs)
+      : f_(f), w_(w), world_(world), rb_(rb), evs_(std::move(evs)) {}
+
+  void host_side();
+  // Returns the end of the rank's traced GPU work (trace time, us).
+  double gpu_side(std::vector<std::string>& warnings);
+  void sync_waits();
+  void stream_waits();
+
+ private:
+  double rel(double us) const { return (us - w_.begin) * 1e-6; }
+  const Event* enclosing_meta(std::int64_t corr) const;
+
+  struct PendingSync {
+    int call_op;
+    const Event* ev;
+  };
+  struct GpuRef {
+    int op;
+    const Event* ev;
+    double launched;  // launch call start (trace time), or the op's own start
+  };
+  // A synchronizing call returns when the GPU work it waited for is done; 5 us clock tolerance.
+  static constexpr double kTolUs = 5;
+
+  const RankFile& f_;
+  const Window& w_;
+  const int world_;
+  RankBuilder& rb_;
+  const std::vector<Event> evs_;
+  std::vector<const Event*> metas_;
+  std::unordered_map<std::int64_t, int> launch_of_;         // correlation -> host op
+  std::unordered_map<std::int64_t, const Event*> call_of_;  // correlation -> runtime event
+  std::vector<PendingSync> syncs_;
+  std::vector<std::pair<std::int64_t, const Event*>> stream_waits_;  // (tid, cudaStreamWaitEvent)
+  std::vector<GpuRef> gpu_ops_;
+};
+
+// Host side: runtime calls per thread, in traced order, with the CPU time between them.
+void RankImport::host_side() {
+  std::map<std::int64_t, std::vector<const Event*>> threads;
+  for (const Event& e : evs_) {
+    if (e.kind == EvKind::runtime) threads[e.tid].push_back(&e);
+    if (e.kind == EvKind::comm_meta) metas_.push_back(&e);
+  }
+  for (auto& [tid, calls] : threads) {
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const Event* a, const Event* b) { return a->ts < b->ts; });
+    double cursor = w_.begin;
+    int prev = -1;
+    for (const Event* c : calls) {
+      if (c->ts + c->dur <= cursor && prev >= 0) {  // nested inside the previous call: same launch op
+        if (c->corr >= 0) launch_of_[c->corr] = prev, call_of_[c->corr] = c;
+        continue;
       }
-      first = false;
+      const double gap = std::max(0.0, c->ts - cursor);
+      if (gap > 0) prev = rb_.host("cpu", rel(cursor), gap * 1e-6, static_cast<int>(tid), prev);
+      const bool sync = c->name.find("Synchronize") != std::string::npos ||
+                        (starts_with(c->name, "cudaMemcpy") && c->name.find("Async") == std::string::npos);
+      prev = rb_.host(c->name, rel(c->ts), sync ? 0.0 : c->dur * 1e-6, static_cast<int>(tid), prev);
+      if (sync) syncs_.push_back({prev, c});
+      if (c->name == "cudaStreamWaitEvent") stream_waits_.emplace_back(tid, c);
+      if (c->corr >= 0) launch_of_[c->corr] = prev, call_of_[c->corr] = c;
+      cursor = std::max(cursor, c->ts + c->dur);
     }
-    for (const auto& s : rf.front().info.steps) {
-      if (common.count(s.name) != 0) wanted = s.name;  // steps are in time order: the last common one wins
-    }
-    if (wanted.empty() && !rf.front().info.steps.empty()) {
-      throw InputError("kineto import: the files have no ProfilerStep# in common; pass --iteration");
+    if (w_.end > cursor && !calls.empty())
+      rb_.host("cpu", rel(cursor), (w_.end - cursor) * 1e-6, static_cast<int>(tid), prev);
+  }
+}
+
+// The innermost collective op that encloses a kernel's launch call on the launching thread.
+const Event* RankImport::enclosing_meta(std::int64_t corr) const {
+  const auto it = call_of_.find(corr);
+  if (it == call_of_.end()) return nullptr;
+  const Event* best = nullptr;
+  for (const Event* m : metas_) {
+    if (m->tid == it->second->tid && m->ts <= it->second->ts && it->second->ts <= m->ts + m->dur &&
+        (best == nullptr || m->ts >= best->ts)) {
+      best = m;
     }
   }
+  return best;
+}
+
+// GPU side: ops launched inside the window (or, without a launch record, running inside it).
+double RankImport::gpu_side(std::vector<std::string>& warnings) {
+  std::vector<const Event*> gpu;
+  for (const Event& e : evs_) {
+    if (e.kind != EvKind::gpu) continue;
+    if (launch_of_.count(e.corr) != 0 || (e.ts <= w_.end && e.corr < 0)) gpu.push_back(&e);
+  }
+  std::stable_sort(gpu.begin(), gpu.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
+  double traced_end = w_.end;
+  std::map<std::int64_t, int> last_on_stream;
+  std::map<std::string, int> not_resim;
+  for (const Event* e : gpu) {
+    std::vector<int> deps;
+    if (auto it = last_on_stream.find(e->stream); it != last_on_stream.end()) deps.push_back(it->second);
+    double launched = e->ts;
+    if (auto it = launch_of_.find(e->corr); it != launch_of_.end()) {
+      deps.push_back(it->second);
+      launched = call_of_.at(e->corr)->ts;
+    }
+    int id = -1;
+    if (starts_with(e->name, "nccl")) {
+      // Collective metadata: the kernel's own args, else the enclosing collective op's.
+      json args = e->args;
+      if (!args.contains("Collective name"))
+        if (const Event* meta = enclosing_meta(e->corr)) args = meta->args;
+      CommInfo ci = comm_info(args, f_.rank, world_);
+      if (ci.ok) {
+        id = rb_.collective(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, ci.op,
+                            ci.bytes, ci.label, ci.ranks);
+      } else {
+        id = rb_.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/true);
+        ++not_resim[ci.why];
+      }
+    } else {
+      id = rb_.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/false);
+    }
+    last_on_stream[e->stream] = id;
+    gpu_ops_.push_back({id, e, launched});
+    traced_end = std::max(traced_end, e->ts + e->dur);
+  }
+  for (const auto& [why, n] : not_resim) {
+    warnings.push_back(fmt::format("{}: {} NCCL kernel(s) keep their traced duration: {}", f_.path, n, why));
+  }
+  return traced_end;
+}
+
+// A synchronizing call returns when the GPU work it waited for is done: per stream, the last op
+// launched before the call that finished before the call returned.
+void RankImport::sync_waits() {
+  for (const auto& s : syncs_) {
+    std::map<std::int64_t, const GpuRef*> awaited;
+    for (const auto& g : gpu_ops_) {
+      if (g.launched <= s.ev->ts && g.ev->ts + g.ev->dur <= s.ev->ts + s.ev->dur + kTolUs)
+        awaited[g.ev->stream] = &g;
+    }
+    std::vector<int> deps;
+    double done = s.ev->ts;
+    for (const auto& [stream, g] : awaited) {
+      deps.push_back(g->op);
+      done = std::max(done, g->ev->ts + g->ev->dur);
+    }
+    const double tail = std::max(0.0, s.ev->ts + s.ev->dur - done);
+    rb_.insert_wait(s.call_op, deps, tail * 1e-6, rel(s.ev->ts + s.ev->dur) - tail * 1e-6);
+  }
+}
+
+// cudaStreamWaitEvent: the next op this thread launches waits for the op of another stream that
+// finished last before that op started (the event it waited on).
+void RankImport::stream_waits() {
+  for (const auto& [tid, c] : stream_waits_) {
+    const GpuRef* next = nullptr;
+    for (const auto& g : gpu_ops_) {
+      auto it = call_of_.find(g.ev->corr);
+      if (it == call_of_.end() || it->second->tid != tid || g.launched < c->ts) continue;
+      if (next == nullptr || g.launched < next->launched) next = &g;
+    }
+    if (next == nullptr) continue;
+    const GpuRef* waited = nullptr;
+    for (const auto& g : gpu_ops_) {
+      if (g.ev->stream == next->ev->stream || g.launched > c->ts) continue;
+      const double end = g.ev->ts + g.ev->dur;
+      if (end > next->ev->ts + kTolUs) continue;
+      if (waited == nullptr || end > waited->ev->ts + waited->ev->dur) waited = &g;
+    }
+    if (waited != nullptr) rb_.add_dep(next->op, waited->op);
+  }
+}
+
+}  // namespace
+
+ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoOptions& options) {
+  if (files.empty()) throw InputError("kineto import: no trace files");
+  ImportedTrace t;
+  t.format = "kineto";
+  auto [rf, world] = open_rank_files(files, t.warnings);
+  const std::string wanted = wanted_iteration(rf, options);
   t.iteration = wanted.empty() ? "whole trace" : wanted;
 
   TraceGraphBuilder builder(world);
@@ -379,150 +571,12 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
     std::vector<Event> evs = collect(f.path, w, skipped);
     for (const auto& [what, n] : skipped) t.warnings.push_back(fmt::format("{}: {} {} skipped", f.path, n, what));
     sources.push_back(fmt::format("rank {}", f.rank));
-
-    RankBuilder& rb = builder.rank(f.rank);
-    const double w0 = w.begin;
-    auto rel = [&](double us) { return (us - w0) * 1e-6; };
-
-    // Host side: runtime calls per thread, in traced order, with the CPU time between them.
-    std::map<std::int64_t, std::vector<const Event*>> threads;
-    std::vector<const Event*> metas;
-    for (const Event& e : evs) {
-      if (e.kind == EvKind::runtime) threads[e.tid].push_back(&e);
-      if (e.kind == EvKind::comm_meta) metas.push_back(&e);
-    }
-    std::unordered_map<std::int64_t, int> launch_of;         // correlation -> host op
-    std::unordered_map<std::int64_t, const Event*> call_of;  // correlation -> runtime event
-    struct PendingSync {
-      int call_op;
-      const Event* ev;
-    };
-    std::vector<PendingSync> syncs;
-    std::vector<std::pair<std::int64_t, const Event*>> stream_waits;  // (tid, cudaStreamWaitEvent)
-    for (auto& [tid, calls] : threads) {
-      std::stable_sort(calls.begin(), calls.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
-      double cursor = w0;
-      int prev = -1;
-      for (const Event* c : calls) {
-        if (c->ts + c->dur <= cursor && prev >= 0) {  // nested inside the previous call: same launch op
-          if (c->corr >= 0) launch_of[c->corr] = prev, call_of[c->corr] = c;
-          continue;
-        }
-        const double gap = std::max(0.0, c->ts - cursor);
-        if (gap > 0) prev = rb.host("cpu", rel(cursor), gap * 1e-6, static_cast<int>(tid), prev);
-        const bool sync = c->name.find("Synchronize") != std::string::npos ||
-                          (starts_with(c->name, "cudaMemcpy") && c->name.find("Async") == std::string::npos);
-        prev = rb.host(c->name, rel(c->ts), sync ? 0.0 : c->dur * 1e-6, static_cast<int>(tid), prev);
-        if (sync) syncs.push_back({prev, c});
-        if (c->name == "cudaStreamWaitEvent") stream_waits.emplace_back(tid, c);
-        if (c->corr >= 0) launch_of[c->corr] = prev, call_of[c->corr] = c;
-        cursor = std::max(cursor, c->ts + c->dur);
-      }
-      if (w.end > cursor && !calls.empty()) rb.host("cpu", rel(cursor), (w.end - cursor) * 1e-6, static_cast<int>(tid), prev);
-    }
-
-    // GPU side: ops launched inside the window (or, without a launch record, running inside it).
-    std::vector<const Event*> gpu;
-    for (const Event& e : evs) {
-      if (e.kind != EvKind::gpu) continue;
-      if (launch_of.count(e.corr) != 0 || (e.ts <= w.end && e.corr < 0)) gpu.push_back(&e);
-    }
-    std::stable_sort(gpu.begin(), gpu.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
-    double traced_end = w.end;
-    std::map<std::int64_t, int> last_on_stream;
-    struct GpuRef {
-      int op;
-      const Event* ev;
-      double launched;  // launch call start (trace time), or the op's own start
-    };
-    std::vector<GpuRef> gpu_ops;
-    int kept_comm = 0, resim_comm = 0;
-    std::map<std::string, int> not_resim;
-    for (const Event* e : gpu) {
-      std::vector<int> deps;
-      if (auto it = last_on_stream.find(e->stream); it != last_on_stream.end()) deps.push_back(it->second);
-      double launched = e->ts;
-      if (auto it = launch_of.find(e->corr); it != launch_of.end()) {
-        deps.push_back(it->second);
-        launched = call_of[e->corr]->ts;
-      }
-      int id = -1;
-      if (starts_with(e->name, "nccl")) {
-        // Collective metadata: the kernel's own args, else the innermost collective op that
-        // encloses its launch call on the launching thread.
-        json args = e->args;
-        if (!args.contains("Collective name")) {
-          if (auto it = call_of.find(e->corr); it != call_of.end()) {
-            const Event* best = nullptr;
-            for (const Event* m : metas) {
-              if (m->tid == it->second->tid && m->ts <= it->second->ts && it->second->ts <= m->ts + m->dur &&
-                  (best == nullptr || m->ts >= best->ts)) {
-                best = m;
-              }
-            }
-            if (best != nullptr) args = best->args;
-          }
-        }
-        CommInfo ci = comm_info(args, f.rank, world);
-        if (ci.ok) {
-          id = rb.collective(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, ci.op, ci.bytes, ci.label,
-                             ci.ranks);
-          ++resim_comm;
-        } else {
-          id = rb.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/true);
-          ++not_resim[ci.why];
-          ++kept_comm;
-        }
-      } else {
-        id = rb.gpu(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, /*comm=*/false);
-      }
-      last_on_stream[e->stream] = id;
-      gpu_ops.push_back({id, e, launched});
-      traced_end = std::max(traced_end, e->ts + e->dur);
-    }
-    for (const auto& [why, n] : not_resim) {
-      t.warnings.push_back(fmt::format("{}: {} NCCL kernel(s) keep their traced duration: {}", f.path, n, why));
-    }
-    (void)kept_comm;
-    (void)resim_comm;
-
-    // A synchronizing call returns when the GPU work it waited for is done: per stream, the last
-    // op launched before the call that finished before the call returned (5 us clock tolerance).
-    constexpr double kTolUs = 5;
-    for (const auto& s : syncs) {
-      std::map<std::int64_t, const GpuRef*> awaited;
-      for (const auto& g : gpu_ops) {
-        if (g.launched <= s.ev->ts && g.ev->ts + g.ev->dur <= s.ev->ts + s.ev->dur + kTolUs) awaited[g.ev->stream] = &g;
-      }
-      std::vector<int> deps;
-      double done = s.ev->ts;
-      for (const auto& [stream, g] : awaited) {
-        deps.push_back(g->op);
-        done = std::max(done, g->ev->ts + g->ev->dur);
-      }
-      const double tail = std::max(0.0, s.ev->ts + s.ev->dur - done);
-      rb.insert_wait(s.call_op, deps, tail * 1e-6, rel(s.ev->ts + s.ev->dur) - tail * 1e-6);
-    }
-    // cudaStreamWaitEvent: the next op this thread launches waits for the op of another stream
-    // that finished last before that op started (the event it waited on).
-    for (const auto& [tid, c] : stream_waits) {
-      const GpuRef* next = nullptr;
-      for (const auto& g : gpu_ops) {
-        auto it = call_of.find(g.ev->corr);
-        if (it == call_of.end() || it->second->tid != tid || g.launched < c->ts) continue;
-        if (next == nullptr || g.launched < next->launched) next = &g;
-      }
-      if (next == nullptr) continue;
-      const GpuRef* waited = nullptr;
-      for (const auto& g : gpu_ops) {
-        if (g.ev->stream == next->ev->stream || g.launched > c->ts) continue;
-        const double end = g.ev->ts + g.ev->dur;
-        if (end > next->ev->ts + kTolUs) continue;
-        if (waited == nullptr || end > waited->ev->ts + waited->ev->dur) waited = &g;
-      }
-      if (waited != nullptr) rb.add_dep(next->op, waited->op);
-    }
-    t.traced_iteration_s[f.rank] = (traced_end - w0) * 1e-6;
+    RankImport ri(f, w, world, builder.rank(f.rank), std::move(evs));
+    ri.host_side();
+    const double traced_end = ri.gpu_side(t.warnings);
+    ri.sync_waits();
+    ri.stream_waits();
+    t.traced_iteration_s[f.rank] = (traced_end - w.begin) * 1e-6;
   }
   t.graph = builder.finish(t.traced_start_s, t.warnings);
   t.traced_s = 0;
