@@ -61,68 +61,93 @@ std::vector<std::int64_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-}  // namespace
+// An OTF2 archive's region events as ops of the trace graph: one rank per location group, one lane
+// per location, an op per innermost region (or per region that holds a collective or message).
+class Otf2Import {
+ public:
+  explicit Otf2Import(const Otf2Archive& a) : a_(a), builder_(locate_ranks()) { index_messages(); }
 
-ImportedTrace import_otf2(const std::string& path) {
-  const Otf2Archive a = read_otf2_archive(path);
-  ImportedTrace t;
-  t.format = "otf2";
-  t.warnings = a.warnings;
+  void read_events();
+  // Dependencies across a rank's locations, as commstack wrote them (commstack_after).
+  void restore_dependencies(std::vector<std::string>& warnings);
+  void finish(ImportedTrace& t);
 
-  // Ranks: "MPI Rank N" (Score-P) or "GPU rank N" (commstack) when the group says so, otherwise
-  // process groups numbered in definition order.
+ private:
+  int locate_ranks();
+  void index_messages();
+  std::vector<int> comm_ranks(std::uint32_t comm) const;
+  void add_op(const Otf2Event& leave, const Open& o);
+  int collective_op(const Otf2Event& c, RankBuilder& rb, const std::string& name, double start, double dur,
+                    int lane, const std::vector<int>& deps);
+  int message_op(const Otf2Event& m, int rank, RankBuilder& rb, const std::string& name, double start,
+                 double dur, int lane, const std::vector<int>& deps);
+
+  struct After {
+    int rank, op;
+    const std::string* ids;
+  };
+
+  const Otf2Archive& a_;
+  std::map<std::uint64_t, int> rank_of_location_, lane_of_location_;
+  TraceGraphBuilder builder_;
+  // commstack archives: the message event of each op, by op id (it may sit on another location
+  // than its region: a pipeline op on an overlap location `pp #2` has its message on `pp`).
+  std::map<std::int64_t, const Otf2Event*> message_of_op_;
+  std::map<std::uint64_t, std::vector<Open>> open_;  // per location
+  std::map<std::uint64_t, int> last_op_;             // per location: previous op (lane order)
+  std::map<std::tuple<int, int, std::uint32_t, std::uint32_t>, std::int64_t> sent_count_, recv_count_;
+  std::map<int, std::pair<double, double>> span_;  // per rank: first and last op time
+  long long unpaired_ = 0, kept_ = 0, ops_ = 0, annotated_ = 0;
+  // commstack --otf2 archives: op id -> (rank, local op), and the ops with dependencies to add.
+  std::map<std::int64_t, std::pair<int, int>> written_op_;
+  std::vector<After> after_;
+};
+
+// Ranks: "MPI Rank N" (Score-P) or "GPU rank N" (commstack) when the group says so, otherwise
+// process groups numbered in definition order. Returns the world size.
+int Otf2Import::locate_ranks() {
   std::map<std::uint32_t, int> rank_of_group;
   const std::regex numbered(R"((?:MPI Rank|GPU rank) ([0-9]+))");
   int next = 0;
-  for (const auto& l : a.locations) {
+  for (const auto& l : a_.locations) {
     if (rank_of_group.count(l.group) != 0) continue;
     std::smatch m;
     rank_of_group[l.group] = std::regex_match(l.group_name, m, numbered) ? std::stoi(m[1].str()) : next;
     ++next;
   }
-  std::map<std::uint64_t, int> rank_of_location, lane_of_location;
   std::map<int, int> lanes;
-  for (const auto& l : a.locations) {
+  for (const auto& l : a_.locations) {
     const int rank = rank_of_group.at(l.group);
-    rank_of_location[l.id] = rank;
-    lane_of_location[l.id] = lanes[rank]++;
+    rank_of_location_[l.id] = rank;
+    lane_of_location_[l.id] = lanes[rank]++;
   }
   int world = 0;
   for (const auto& [g, r] : rank_of_group) world = std::max(world, r + 1);
-  TraceGraphBuilder builder(world);
-  const auto comm_ranks = [&](std::uint32_t comm) {
-    std::vector<int> ranks;
-    auto it = a.comms.find(comm);
-    if (it == a.comms.end()) return ranks;
-    for (std::uint64_t loc : it->second.locations) {
-      auto r = rank_of_location.find(loc);
-      if (r != rank_of_location.end()) ranks.push_back(r->second);
-    }
-    return ranks;
-  };
+  return world;
+}
 
-  // commstack archives: the message event of each op, by op id (it may sit on another location
-  // than its region: a pipeline op on an overlap location `pp #2` has its message on `pp`).
-  std::map<std::int64_t, const Otf2Event*> message_of_op;
-  for (const auto& e : a.events) {
+void Otf2Import::index_messages() {
+  for (const auto& e : a_.events) {
     const bool message = e.kind == Otf2EventKind::send || e.kind == Otf2EventKind::isend ||
                          e.kind == Otf2EventKind::recv || e.kind == Otf2EventKind::irecv;
-    if (message && e.op >= 0) message_of_op.try_emplace(e.op, &e);
+    if (message && e.op >= 0) message_of_op_.try_emplace(e.op, &e);
   }
-  std::map<std::uint64_t, std::vector<Open>> open;  // per location
-  std::map<std::uint64_t, int> last_op;             // per location: previous op (lane order)
-  std::map<std::tuple<int, int, std::uint32_t, std::uint32_t>, std::int64_t> sent_count, recv_count;
-  std::map<int, std::pair<double, double>> span;  // per rank: first and last op time
-  long long unpaired = 0, kept = 0, ops = 0, annotated = 0;
-  // commstack --otf2 archives: op id -> (rank, local op), and the ops with dependencies to add.
-  std::map<std::int64_t, std::pair<int, int>> written_op;
-  struct After {
-    int rank, op;
-    const std::string* ids;
-  };
-  std::vector<After> after;
-  for (const auto& e : a.events) {
-    auto& stack = open[e.location];
+}
+
+std::vector<int> Otf2Import::comm_ranks(std::uint32_t comm) const {
+  std::vector<int> ranks;
+  auto it = a_.comms.find(comm);
+  if (it == a_.comms.end()) return ranks;
+  for (std::uint64_t loc : it->second.locations) {
+    auto r = rank_of_location_.find(loc);
+    if (r != rank_of_location_.end()) ranks.push_back(r->second);
+  }
+  return ranks;
+}
+
+void Otf2Import::read_events() {
+  for (const auto& e : a_.events) {
+    auto& stack = open_[e.location];
     switch (e.kind) {
       case Otf2EventKind::enter:
         if (!stack.empty()) stack.back().has_child = true;
@@ -142,118 +167,154 @@ ImportedTrace import_otf2(const std::string& path) {
       default: continue;
     }
     if (stack.empty() || stack.back().region != e.region) {
-      ++unpaired;
+      ++unpaired_;
       continue;
     }
     Open o = stack.back();
     stack.pop_back();
     if (o.message == nullptr && o.event != nullptr && o.event->op >= 0) {
-      if (const auto it = message_of_op.find(o.event->op); it != message_of_op.end()) o.message = it->second;
+      if (const auto it = message_of_op_.find(o.event->op); it != message_of_op_.end())
+        o.message = it->second;
     }
     if (o.has_child && o.collective == nullptr && o.message == nullptr) continue;  // an enclosing region
-    const int rank = rank_of_location.at(e.location);
-    const int lane = lane_of_location.at(e.location);
-    const auto* loc = a.location(e.location);
-    const auto reg = a.regions.find(o.region);
-    const std::string name = reg == a.regions.end() ? fmt::format("region {}", o.region) : reg->second.name;
-    const double start = a.seconds(o.enter), dur = a.seconds(e.time - o.enter);
-    RankBuilder& rb = builder.rank(rank);
-    std::vector<int> deps;
-    if (auto it = last_op.find(e.location); it != last_op.end()) deps.push_back(it->second);
-    int id = -1;
-    if (o.collective != nullptr) {
-      const auto& c = *o.collective;
-      const auto kind = collective_of(c.collective);
-      if (kind) {
-        // Back to op_graph.hpp's nccl-tests size: all_gather's is the gathered output (received),
-        // the others' the send buffer.
-        // Broadcast / reduce: the buffer, which the root only sends (broadcast) or only receives (reduce).
-        const bool rooted = *kind == Collective::broadcast || *kind == Collective::reduce;
-        const std::uint64_t bytes = *kind == Collective::all_gather ? c.bytes_received
-                                    : rooted                        ? std::max(c.bytes, c.bytes_received)
-                                                                    : c.bytes;
-        const auto it = a.comms.find(c.comm);
-        const std::string label = it == a.comms.end() ? fmt::format("comm {}", c.comm) : it->second.name;
-        auto members = comm_ranks(c.comm);
-        std::sort(members.begin(), members.end());
-        id = rb.collective(name, start, dur, lane, deps, *kind, bytes, label, members);
-      } else {
-        ++kept;
-        id = rb.gpu(name, start, dur, lane, deps, true);
-      }
-    } else if (o.message != nullptr) {
-      const auto& m = *o.message;
-      const auto members = comm_ranks(m.comm);
-      if (m.peer >= members.size()) {
-        ++kept;
-        id = rb.gpu(name, start, dur, lane, deps, true);
-      } else {
-        const int peer = members[m.peer];
-        const bool send = m.kind == Otf2EventKind::send || m.kind == Otf2EventKind::isend;
-        // MPI does not overtake messages of one (sender, receiver, communicator, tag): the n-th
-        // send matches the n-th receive, which makes the op graph's tag unique.
-        auto& count = send ? sent_count[{rank, peer, m.comm, m.tag}] : recv_count[{peer, rank, m.comm, m.tag}];
-        const std::int64_t tag = (static_cast<std::int64_t>(m.comm) << 48) ^ (static_cast<std::int64_t>(m.tag) << 24) ^ count++;
-        id = rb.p2p(name, start, dur, lane, deps, send ? OpKind::send : OpKind::recv, peer, tag, m.bytes);
-      }
-    } else {
-      const bool gpu = (loc != nullptr && loc->type == "accelerator_stream") ||
-                       (reg != a.regions.end() && reg->second.paradigm == "cuda");
-      id = gpu ? rb.gpu(name, start, dur, lane, deps, false)
-               : rb.host(name, start, dur, lane, deps.empty() ? -1 : deps.front());
-    }
-    last_op[e.location] = id;
-    if (const auto ph = o.event != nullptr ? phase_of(o.event->phase) : std::nullopt) {
-      rb.annotate(id, o.event->micro_batch, o.event->layer, *ph);
-      ++annotated;
-    }
-    if (o.event != nullptr && o.event->op >= 0) {
-      written_op[o.event->op] = {rank, id};
-      if (!o.event->after.empty()) after.push_back({rank, id, &o.event->after});
-    }
-    ++ops;
-    auto [it, added] = span.try_emplace(rank, start, start + dur);
-    if (!added) it->second = {std::min(it->second.first, start), std::max(it->second.second, start + dur)};
+    add_op(e, o);
   }
-  if (ops == 0) throw InputError(fmt::format("{}: the trace has no region (Enter/Leave) events to replay", a.anchor));
-  // Dependencies across a rank's locations, as commstack wrote them (a compute op after the TP
-  // all-reduce it consumes, a pipeline send after the forward pass it ships): without them each
-  // location would be an independent chain and communication would hide behind compute.
+  if (ops_ == 0)
+    throw InputError(fmt::format("{}: the trace has no region (Enter/Leave) events to replay", a_.anchor));
+}
+
+int Otf2Import::collective_op(const Otf2Event& c, RankBuilder& rb, const std::string& name, double start,
+                              double dur, int lane, const std::vector<int>& deps) {
+  const auto kind = collective_of(c.collective);
+  if (!kind) {
+    ++kept_;
+    return rb.gpu(name, start, dur, lane, deps, true);
+  }
+  // Back to op_graph.hpp's nccl-tests size: all_gather's is the gathered output (received),
+  // the others' the send buffer.
+  // Broadcast / reduce: the buffer, which the root only sends (broadcast) or only receives (reduce).
+  const bool rooted = *kind == Collective::broadcast || *kind == Collective::reduce;
+  const std::uint64_t bytes = *kind == Collective::all_gather ? c.bytes_received
+                              : rooted                        ? std::max(c.bytes, c.bytes_received)
+                                                              : c.bytes;
+  const auto it = a_.comms.find(c.comm);
+  const std::string label = it == a_.comms.end() ? fmt::format("comm {}", c.comm) : it->second.name;
+  auto members = comm_ranks(c.comm);
+  std::sort(members.begin(), members.end());
+  return rb.collective(name, start, dur, lane, deps, *kind, bytes, label, members);
+}
+
+int Otf2Import::message_op(const Otf2Event& m, int rank, RankBuilder& rb, const std::string& name,
+                           double start, double dur, int lane, const std::vector<int>& deps) {
+  const auto members = comm_ranks(m.comm);
+  if (m.peer >= members.size()) {
+    ++kept_;
+    return rb.gpu(name, start, dur, lane, deps, true);
+  }
+  const int peer = members[m.peer];
+  const bool send = m.kind == Otf2EventKind::send || m.kind == Otf2EventKind::isend;
+  // MPI does not overtake messages of one (sender, receiver, communicator, tag): the n-th
+  // send matches the n-th receive, which makes the op graph's tag unique.
+  auto& count = send ? sent_count_[{rank, peer, m.comm, m.tag}] : recv_count_[{peer, rank, m.comm, m.tag}];
+  const std::int64_t tag =
+      (static_cast<std::int64_t>(m.comm) << 48) ^ (static_cast<std::int64_t>(m.tag) << 24) ^ count++;
+  return rb.p2p(name, start, dur, lane, deps, send ? OpKind::send : OpKind::recv, peer, tag, m.bytes);
+}
+
+// The op of a region that was left: a collective, a message, or GPU / host work.
+void Otf2Import::add_op(const Otf2Event& e, const Open& o) {
+  const int rank = rank_of_location_.at(e.location);
+  const int lane = lane_of_location_.at(e.location);
+  const auto* loc = a_.location(e.location);
+  const auto reg = a_.regions.find(o.region);
+  const std::string name = reg == a_.regions.end() ? fmt::format("region {}", o.region) : reg->second.name;
+  const double start = a_.seconds(o.enter), dur = a_.seconds(e.time - o.enter);
+  RankBuilder& rb = builder_.rank(rank);
+  std::vector<int> deps;
+  if (auto it = last_op_.find(e.location); it != last_op_.end()) deps.push_back(it->second);
+  int id = -1;
+  if (o.collective != nullptr) {
+    id = collective_op(*o.collective, rb, name, start, dur, lane, deps);
+  } else if (o.message != nullptr) {
+    id = message_op(*o.message, rank, rb, name, start, dur, lane, deps);
+  } else {
+    const bool gpu = (loc != nullptr && loc->type == "accelerator_stream") ||
+                     (reg != a_.regions.end() && reg->second.paradigm == "cuda");
+    id = gpu ? rb.gpu(name, start, dur, lane, deps, false)
+             : rb.host(name, start, dur, lane, deps.empty() ? -1 : deps.front());
+  }
+  last_op_[e.location] = id;
+  if (const auto ph = o.event != nullptr ? phase_of(o.event->phase) : std::nullopt) {
+    rb.annotate(id, o.event->micro_batch, o.event->layer, *ph);
+    ++annotated_;
+  }
+  if (o.event != nullptr && o.event->op >= 0) {
+    written_op_[o.event->op] = {rank, id};
+    if (!o.event->after.empty()) after_.push_back({rank, id, &o.event->after});
+  }
+  ++ops_;
+  auto [it, added] = span_.try_emplace(rank, start, start + dur);
+  if (!added) it->second = {std::min(it->second.first, start), std::max(it->second.second, start + dur)};
+}
+
+// Without them each location would be an independent chain and communication would hide behind
+// compute (a compute op after the TP all-reduce it consumes, a pipeline send after the forward
+// pass it ships).
+void Otf2Import::restore_dependencies(std::vector<std::string>& warnings) {
   long long cross_deps = 0, dropped_deps = 0;
-  for (const auto& x : after) {
+  for (const auto& x : after_) {
     for (std::int64_t dep : parse_ids(*x.ids)) {
-      const auto it = written_op.find(dep);
-      if (it == written_op.end() || it->second.first != x.rank || it->second.second == x.op) {
+      const auto it = written_op_.find(dep);
+      if (it == written_op_.end() || it->second.first != x.rank || it->second.second == x.op) {
         ++dropped_deps;
         continue;
       }
-      builder.rank(x.rank).add_dep(x.op, it->second.second);
+      builder_.rank(x.rank).add_dep(x.op, it->second.second);
       ++cross_deps;
     }
   }
-  if (!written_op.empty()) {
-    t.warnings.push_back(fmt::format("commstack archive: {} op dependencies restored from the commstack_after attributes{}",
-                                     cross_deps,
-                                     dropped_deps > 0 ? fmt::format(" ({} naming ops not in the trace skipped)", dropped_deps)
-                                                      : std::string()));
+  if (!written_op_.empty()) {
+    warnings.push_back(fmt::format(
+        "commstack archive: {} op dependencies restored from the commstack_after attributes{}", cross_deps,
+        dropped_deps > 0 ? fmt::format(" ({} naming ops not in the trace skipped)", dropped_deps)
+                         : std::string()));
   }
+}
+
+void Otf2Import::finish(ImportedTrace& t) {
   long long still_open = 0;
-  for (const auto& [loc, stack] : open) still_open += static_cast<long long>(stack.size());
-  if (unpaired > 0) t.warnings.push_back(fmt::format("{} Leave event(s) without their Enter were skipped", unpaired));
+  for (const auto& [loc, stack] : open_) still_open += static_cast<long long>(stack.size());
+  if (unpaired_ > 0)
+    t.warnings.push_back(fmt::format("{} Leave event(s) without their Enter were skipped", unpaired_));
   if (still_open > 0) t.warnings.push_back(fmt::format("{} region(s) never left (truncated trace?) were skipped", still_open));
-  if (kept > 0) {
-    t.warnings.push_back(fmt::format("{} communication op(s) of kinds not re-simulated (barrier, broadcast, gather, ...) keep "
-                                     "their traced duration",
-                                     kept));
+  if (kept_ > 0) {
+    t.warnings.push_back(
+        fmt::format("{} communication op(s) of kinds not re-simulated (barrier, broadcast, gather, ...) keep "
+                    "their traced duration",
+                    kept_));
   }
   t.warnings.push_back("OTF2 has no iteration markers: the whole trace is replayed as one iteration");
-  t.graph = builder.finish(t.traced_start_s, t.warnings);
-  t.steps_known = annotated == ops;
-  for (const auto& [rank, s] : span) {
+  t.graph = builder_.finish(t.traced_start_s, t.warnings);
+  t.steps_known = annotated_ == ops_;
+  for (const auto& [rank, s] : span_) {
     t.traced_iteration_s[rank] = s.second - s.first;
     t.traced_s = std::max(t.traced_s, s.second - s.first);
   }
-  t.source = fmt::format("{} ({} locations, {} ranks, {} ops)", a.anchor, a.locations.size(), span.size(), ops);
+  t.source =
+      fmt::format("{} ({} locations, {} ranks, {} ops)", a_.anchor, a_.locations.size(), span_.size(), ops_);
+}
+
+}  // namespace
+
+ImportedTrace import_otf2(const std::string& path) {
+  const Otf2Archive a = read_otf2_archive(path);
+  ImportedTrace t;
+  t.format = "otf2";
+  t.warnings = a.warnings;
+  Otf2Import imp(a);
+  imp.read_events();
+  imp.restore_dependencies(t.warnings);
+  imp.finish(t);
   return t;
 }
 
