@@ -43,13 +43,13 @@ struct CommInit {
   int nranks = 0;
 };
 
-}  // namespace
+// The COLL lines of every file, and the communicators' init lines: (process, comm) -> rank, nranks.
+struct LogLines {
+  std::vector<Line> lines;
+  std::map<std::pair<std::string, std::string>, CommInit> inits;
+};
 
-ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
-  if (files.empty()) throw InputError("nccl log import: no files");
-  ImportedTrace t;
-  t.format = "nccl-log";
-  t.iteration = "whole log";
+LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t) {
   static const std::regex coll(
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount (\w+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) op \d+ root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
   // "comm 0x.. rank 0 nranks 16 cudaDev 0 ... Init COMPLETE", and since NCCL 2.19 also "comm 0x.. rank 0
@@ -57,8 +57,7 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
   static const std::regex init(
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) n[rR]anks (\d+))");
   static const std::regex mnnvl(R"( MNNVL (\d+))");
-  std::vector<Line> lines;
-  std::map<std::pair<std::string, std::string>, CommInit> inits;  // (process, comm) -> rank, nranks
+  LogLines out;
   long long unparsed = 0;
   for (const auto& path : files) {
     std::ifstream in(path);
@@ -88,7 +87,7 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
         l.line_no = no;
         l.file = path;
         if (l.nranks < 1 || l.nranks > (1 << 24)) throw InputError(fmt::format("{}:{}: nranks={} out of range", path, no, l.nranks));
-        lines.push_back(std::move(l));
+        out.lines.push_back(std::move(l));
       } else if (std::regex_search(text, m, init)) {
         CommInit ci;
         try {
@@ -97,7 +96,7 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
         } catch (const std::exception&) {
           continue;
         }
-        inits[{m[1].str() + ":" + m[2].str() + ":" + m[3].str(), m[4].str()}] = ci;
+        out.inits[{m[1].str() + ":" + m[2].str() + ":" + m[3].str(), m[4].str()}] = ci;
         if (std::smatch mm; std::regex_search(text, mm, mnnvl))
           t.multi_node_nvlink = t.multi_node_nvlink.value_or(false) || mm[1].str() != "0";
       } else if (text.find("opCount") != std::string::npos) {
@@ -105,64 +104,84 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
       }
     }
   }
-  if (lines.empty()) {
+  if (out.lines.empty()) {
     throw InputError(fmt::format("{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
                                  "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL",
                                  files.front()));
   }
   if (unparsed > 0) t.warnings.push_back(fmt::format("{} line(s) mentioning opCount could not be read and were skipped", unparsed));
+  return out;
+}
 
-  // One rank per (process, device). Its global rank: its rank in the largest communicator whose
-  // init line it logged; without init lines, the order of first appearance.
-  std::vector<std::string> procs;
-  std::map<std::string, int> world_rank;
+// One rank per (process, device). Its global rank: its rank in the largest communicator whose
+// init line it logged; without init lines, the device index when every process drives a
+// different one (one node), else the order of first appearance.
+struct WorldRanks {
+  std::vector<std::string> procs;      // "host:pid:dev", in order of first appearance
+  std::map<std::string, int> rank_of;  // proc -> global rank
   int world = 0;
-  for (const auto& l : lines) {
+};
+
+WorldRanks world_ranks(const LogLines& log, ImportedTrace& t) {
+  WorldRanks w;
+  for (const auto& l : log.lines) {
     const std::string key = l.process + ":" + std::to_string(l.dev);
-    if (std::find(procs.begin(), procs.end(), key) == procs.end()) procs.push_back(key);
-    world = std::max(world, l.nranks);
+    if (std::find(w.procs.begin(), w.procs.end(), key) == w.procs.end()) w.procs.push_back(key);
+    w.world = std::max(w.world, l.nranks);
   }
-  // Without init lines: the device index when every process drives a different one (one node),
-  // else the order of first appearance.
   std::set<int> devs;
-  for (const auto& l : lines) devs.insert(l.dev);
-  const bool by_device = devs.size() == procs.size();
+  for (const auto& l : log.lines) devs.insert(l.dev);
+  const bool by_device = devs.size() == w.procs.size();
   bool guessed = false;
-  for (std::size_t k = 0; k < procs.size(); ++k) {
+  for (std::size_t k = 0; k < w.procs.size(); ++k) {
     int best = -1, best_n = 0;
-    for (const auto& [pc, ci] : inits) {
-      if (pc.first == procs[k] && ci.nranks > best_n) best = ci.rank, best_n = ci.nranks;
+    for (const auto& [pc, ci] : log.inits) {
+      if (pc.first == w.procs[k] && ci.nranks > best_n) best = ci.rank, best_n = ci.nranks;
     }
     if (best < 0) {
-      best = by_device ? std::stoi(procs[k].substr(procs[k].rfind(':') + 1)) : static_cast<int>(k);
+      best = by_device ? std::stoi(w.procs[k].substr(w.procs[k].rfind(':') + 1)) : static_cast<int>(k);
       guessed = true;
     }
-    world_rank[procs[k]] = best;
+    w.rank_of[w.procs[k]] = best;
   }
   if (guessed) {
     t.warnings.push_back(fmt::format("no \"comm ... rank N nranks M\" init lines for some processes: ranks taken {}",
                                      by_device ? "from the device index [N]" : "in order of appearance"));
   }
   std::set<int> seen;
-  for (const auto& [p, r] : world_rank) {
+  for (const auto& [p, r] : w.rank_of) {
     if (!seen.insert(r).second) throw InputError(fmt::format("two processes of the log claim rank {}", r));
-    world = std::max(world, r + 1);
+    w.world = std::max(w.world, r + 1);
   }
-  for (const auto& [p, r] : world_rank) t.rank_host[r] = p.substr(0, p.find(':'));  // "host:pid:dev"
+  for (const auto& [p, r] : w.rank_of) t.rank_host[r] = p.substr(0, p.find(':'));  // "host:pid:dev"
+  return w;
+}
 
-  // Communicators: the k-th distinct comm of size n a process uses is the same communicator on
-  // every process (comm pointers differ per process). Members: every rank when n is the world,
-  // else the aligned block of n ranks that holds the process's rank (assumption, warned).
-  TraceGraphBuilder builder(world);
+// The collective a COLL line's op name is (none for Send, Recv and ops commstack does not model).
+std::optional<Collective> collective_of(const std::string& op) {
+  if (op == "AllReduce") return Collective::all_reduce;
+  if (op == "AllGather") return Collective::all_gather;
+  if (op == "ReduceScatter") return Collective::reduce_scatter;
+  if (op == "AllToAll") return Collective::all_to_all;
+  if (op == "Broadcast") return Collective::broadcast;
+  if (op == "Reduce") return Collective::reduce;
+  return std::nullopt;
+}
+
+// Communicators: the k-th distinct comm of size n a process uses is the same communicator on
+// every process (comm pointers differ per process). Members: every rank when n is the world,
+// else the aligned block of n ranks that holds the process's rank (assumption, warned).
+void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, ImportedTrace& t) {
+  const int world = w.world;
   std::map<std::string, std::map<std::string, std::pair<int, int>>> comm_index;  // proc -> comm -> (n, k)
   std::map<std::string, std::map<int, int>> per_size;
   std::map<std::string, std::map<std::string, int>> last_on_stream;
   std::map<std::tuple<int, int, int>, std::int64_t> p2p_seq;  // (src, dst, kind) -> next tag
   bool blocks = false;
   long long kept = 0;
-  for (const auto& l : lines) {
+  for (const auto& l : log.lines) {
     const std::string key = l.process + ":" + std::to_string(l.dev);
-    const int rank = world_rank[key];
+    const int rank = w.rank_of[key];
     auto& ci = comm_index[key];
     if (!ci.count(l.comm)) ci[l.comm] = {l.nranks, per_size[key][l.nranks]++};
     const auto [n, k] = ci[l.comm];
@@ -179,14 +198,10 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
     const auto elem = nccl_dtype_bytes(l.dtype);
     const std::string name = fmt::format("nccl {} (line {})", l.op, l.line_no);
     int id = -1;
-    std::optional<Collective> c;
-    std::uint64_t mult = 1;
-    if (l.op == "AllReduce") c = Collective::all_reduce;
-    else if (l.op == "AllGather") c = Collective::all_gather, mult = static_cast<std::uint64_t>(n);
-    else if (l.op == "ReduceScatter") c = Collective::reduce_scatter, mult = static_cast<std::uint64_t>(n);
-    else if (l.op == "AllToAll") c = Collective::all_to_all;
-    else if (l.op == "Broadcast") c = Collective::broadcast;
-    else if (l.op == "Reduce") c = Collective::reduce;
+    const std::optional<Collective> c = collective_of(l.op);
+    // A COLL line's count is per rank; nccl-tests' size of an all-gather / reduce-scatter is n of them.
+    const std::uint64_t mult =
+        c == Collective::all_gather || c == Collective::reduce_scatter ? static_cast<std::uint64_t>(n) : 1;
     if (elem && c && n > 1) {
       id = rb.collective(name, 0, 0, 0, deps, *c, l.count * static_cast<std::uint64_t>(*elem) * mult,
                          fmt::format("comm {}x{}", n, k), members, l.op_count);
@@ -211,9 +226,23 @@ ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
         fmt::format("{} operation(s) not modelled (an unknown datatype, a communicator of one rank, a peer "
                     "outside it) take 0 s",
                     kept));
+}
+
+}  // namespace
+
+ImportedTrace import_nccl_log(const std::vector<std::string>& files) {
+  if (files.empty()) throw InputError("nccl log import: no files");
+  ImportedTrace t;
+  t.format = "nccl-log";
+  t.iteration = "whole log";
+  const LogLines log = read_log_lines(files, t);
+  WorldRanks w = world_ranks(log, t);
+  TraceGraphBuilder builder(w.world);
+  build_ops(log, w, builder, t);
   t.graph = builder.finish(t.traced_start_s, t.warnings);
   t.traced_start_s.clear();
-  t.source = fmt::format("{} NCCL log file{}, {} ranks, {} operations", files.size(), files.size() == 1 ? "" : "s", procs.size(), lines.size());
+  t.source = fmt::format("{} NCCL log file{}, {} ranks, {} operations", files.size(),
+                         files.size() == 1 ? "" : "s", w.procs.size(), log.lines.size());
   return t;
 }
 
