@@ -113,10 +113,15 @@ OpGraph TraceGraphBuilder::finish(std::vector<double>& traced_start_s, std::vect
   OpGraph g;
   g.world = world_;
   for (const auto& [r, rb] : ranks_) g.ranks.push_back(r);
+  match_collectives(g, warnings);
+  match_p2p(warnings);
+  append_ranks(g, traced_start_s);
+  check_graph(g);
+  return g;
+}
 
-  // Collective instances: the n-th call of each rank on a process group.
-  using Key = std::pair<std::string, std::vector<int>>;
-  std::map<Key, std::map<int, std::vector<int>>> calls;  // group -> rank -> local op indices in order
+void TraceGraphBuilder::match_collectives(OpGraph& g, std::vector<std::string>& warnings) {
+  std::map<GroupKey, std::map<int, std::vector<int>>> calls;  // group -> rank -> local op indices in order
   for (auto& entry : ranks_) {
     // Named references, not a structured binding: the sort's lambda uses rb, and clang accepts a
     // lambda capturing a structured binding only from version 16.
@@ -134,112 +139,122 @@ OpGraph TraceGraphBuilder::finish(std::vector<double>& traced_start_s, std::vect
       calls[{p.label, p.ranks}][r].push_back(i);
     }
   }
-  for (auto& [key, per_rank] : calls) {
-    const auto& [label, members] = key;
-    const int comm = g.imported_communicator(label, members);
-    std::vector<int> traced_members;
-    for (int m : members) {
-      if (ranks_.count(m)) traced_members.push_back(m);
-    }
-    // Sequence numbers every traced member has (all calls numbered), else the first `common`
-    // calls by order.
-    bool numbered = true;
-    for (auto& [r, list] : per_rank) {
-      for (int i : list) numbered = numbered && ranks_[r].ops_[static_cast<std::size_t>(i)].seq >= 0;
-    }
-    std::map<std::int64_t, int> seq_instance;
-    std::size_t common = SIZE_MAX;
-    if (numbered) {
-      std::map<std::int64_t, int> seen;
-      for (int m : traced_members) {
-        if (!per_rank.count(m)) continue;
-        std::set<std::int64_t> mine;
-        for (int i : per_rank[m]) mine.insert(ranks_[m].ops_[static_cast<std::size_t>(i)].seq);
-        for (auto q : mine) ++seen[q];
-      }
-      int n = 0;
-      for (const auto& [q, count] : seen) {
-        if (count == static_cast<int>(traced_members.size())) seq_instance[q] = n++;
-      }
-    } else {
-      for (int m : traced_members) common = std::min(common, per_rank.count(m) ? per_rank[m].size() : 0);
-    }
-    for (auto& [r, list] : per_rank) {
-      std::size_t unmatched = 0;
-      std::set<std::int64_t> used;
-      for (std::size_t n = 0; n < list.size(); ++n) {
-        Op& op = ranks_[r].ops_[static_cast<std::size_t>(list[n])].op;
-        const std::int64_t q = ranks_[r].ops_[static_cast<std::size_t>(list[n])].seq;
-        int instance = -1;
-        if (numbered) {
-          if (auto it = seq_instance.find(q); it != seq_instance.end() && used.insert(q).second) instance = it->second;
-        } else if (n < common) {
-          instance = static_cast<int>(n);
-        }
-        if (instance >= 0) {
-          op.communicator = comm;
-          op.instance = instance;
-        } else {
-          op.kind = OpKind::compute;
-          op.collective = Collective::none;
-          ++unmatched;
-        }
-      }
-      if (unmatched > 0) {
-        warnings.push_back(fmt::format("rank {}: {} of {} calls on {} ({} ranks) have no counterpart on every traced member; "
-                                       "they keep their traced duration",
-                                       r, unmatched, list.size(), label, members.size()));
-      }
-    }
-  }
+  for (auto& [key, per_rank] : calls)
+    number_group(key, per_rank, g.imported_communicator(key.first, key.second), warnings);
+}
 
-  // Send/recv: each needs exactly one counterpart on a traced peer (an untraced peer is folded:
-  // the scheduler mirrors it). The rest keep their traced duration.
-  {
-    std::map<std::tuple<int, int, std::int64_t>, std::vector<std::pair<int, int>>> sends, recvs;  // (src, dst, tag) -> (rank, op)
-    for (auto& [r, rb] : ranks_) {
-      for (std::size_t i = 0; i < rb.ops_.size(); ++i) {
-        const Op& op = rb.ops_[i].op;
-        if (op.kind == OpKind::send) sends[{r, op.peer, op.tag}].emplace_back(r, static_cast<int>(i));
-        if (op.kind == OpKind::recv) recvs[{op.peer, r, op.tag}].emplace_back(r, static_cast<int>(i));
-      }
+// The calls of one group: sequence numbers every traced member has (all calls numbered), else the
+// first `common` calls by order; the others become compute that keeps its traced duration.
+void TraceGraphBuilder::number_group(const GroupKey& key, std::map<int, std::vector<int>>& per_rank, int comm,
+                                     std::vector<std::string>& warnings) {
+  const auto& [label, members] = key;
+  std::vector<int> traced_members;
+  for (int m : members) {
+    if (ranks_.count(m)) traced_members.push_back(m);
+  }
+  // Sequence numbers every traced member has (all calls numbered), else the first `common`
+  // calls by order.
+  bool numbered = true;
+  for (auto& [r, list] : per_rank) {
+    for (int i : list) numbered = numbered && ranks_[r].ops_[static_cast<std::size_t>(i)].seq >= 0;
+  }
+  std::map<std::int64_t, int> seq_instance;
+  std::size_t common = SIZE_MAX;
+  if (numbered) {
+    std::map<std::int64_t, int> seen;
+    for (int m : traced_members) {
+      if (!per_rank.count(m)) continue;
+      std::set<std::int64_t> mine;
+      for (int i : per_rank[m]) mine.insert(ranks_[m].ops_[static_cast<std::size_t>(i)].seq);
+      for (auto q : mine) ++seen[q];
     }
-    long long unmatched = 0;
-    auto demote = [&](const std::pair<int, int>& ref) {
-      Op& op = ranks_[ref.first].ops_[static_cast<std::size_t>(ref.second)].op;
-      op.kind = OpKind::compute;
-      op.stream = Stream::dp;
-      ++unmatched;
-    };
-    for (auto& [key, list] : sends) {
-      const bool peer_traced = ranks_.count(std::get<1>(key)) != 0;
-      const auto it = recvs.find(key);
-      const bool ok = list.size() == 1 && (!peer_traced || (it != recvs.end() && it->second.size() == 1));
-      if (!ok) {
-        for (const auto& ref : list) demote(ref);
-        if (it != recvs.end()) {
-          for (const auto& ref : it->second) demote(ref);
-          it->second.clear();
-        }
-      }
+    int n = 0;
+    for (const auto& [q, count] : seen) {
+      if (count == static_cast<int>(traced_members.size())) seq_instance[q] = n++;
     }
-    for (auto& [key, list] : recvs) {
-      const bool peer_traced = ranks_.count(std::get<0>(key)) != 0;
-      const auto it = sends.find(key);
-      if (list.empty()) continue;
-      const bool ok = list.size() == 1 && (!peer_traced || (it != sends.end() && it->second.size() == 1));
-      if (!ok) {
-        for (const auto& ref : list) demote(ref);
+  } else {
+    for (int m : traced_members) common = std::min(common, per_rank.count(m) ? per_rank[m].size() : 0);
+  }
+  for (auto& [r, list] : per_rank) {
+    std::size_t unmatched = 0;
+    std::set<std::int64_t> used;
+    for (std::size_t n = 0; n < list.size(); ++n) {
+      Op& op = ranks_[r].ops_[static_cast<std::size_t>(list[n])].op;
+      const std::int64_t q = ranks_[r].ops_[static_cast<std::size_t>(list[n])].seq;
+      int instance = -1;
+      if (numbered) {
+        if (auto it = seq_instance.find(q); it != seq_instance.end() && used.insert(q).second)
+          instance = it->second;
+      } else if (n < common) {
+        instance = static_cast<int>(n);
+      }
+      if (instance >= 0) {
+        op.communicator = comm;
+        op.instance = instance;
+      } else {
+        op.kind = OpKind::compute;
+        op.collective = Collective::none;
+        ++unmatched;
       }
     }
     if (unmatched > 0) {
-      warnings.push_back(fmt::format("{} send/recv op(s) without exactly one counterpart on the traced peer keep their traced "
-                                     "duration",
-                                     unmatched));
+      warnings.push_back(
+          fmt::format("rank {}: {} of {} calls on {} ({} ranks) have no counterpart on every traced member; "
+                      "they keep their traced duration",
+                      r, unmatched, list.size(), label, members.size()));
     }
   }
+}
 
-  // Per rank: topological order, then global ids.
+void TraceGraphBuilder::match_p2p(std::vector<std::string>& warnings) {
+  // Each needs exactly one counterpart on a traced peer (an untraced peer is folded: the scheduler
+  // mirrors it).
+  std::map<std::tuple<int, int, std::int64_t>, std::vector<std::pair<int, int>>> sends,
+      recvs;  // (src, dst, tag) -> (rank, op)
+  for (auto& [r, rb] : ranks_) {
+    for (std::size_t i = 0; i < rb.ops_.size(); ++i) {
+      const Op& op = rb.ops_[i].op;
+      if (op.kind == OpKind::send) sends[{r, op.peer, op.tag}].emplace_back(r, static_cast<int>(i));
+      if (op.kind == OpKind::recv) recvs[{op.peer, r, op.tag}].emplace_back(r, static_cast<int>(i));
+    }
+  }
+  long long unmatched = 0;
+  auto demote = [&](const std::pair<int, int>& ref) {
+    Op& op = ranks_[ref.first].ops_[static_cast<std::size_t>(ref.second)].op;
+    op.kind = OpKind::compute;
+    op.stream = Stream::dp;
+    ++unmatched;
+  };
+  for (auto& [key, list] : sends) {
+    const bool peer_traced = ranks_.count(std::get<1>(key)) != 0;
+    const auto it = recvs.find(key);
+    const bool ok = list.size() == 1 && (!peer_traced || (it != recvs.end() && it->second.size() == 1));
+    if (!ok) {
+      for (const auto& ref : list) demote(ref);
+      if (it != recvs.end()) {
+        for (const auto& ref : it->second) demote(ref);
+        it->second.clear();
+      }
+    }
+  }
+  for (auto& [key, list] : recvs) {
+    const bool peer_traced = ranks_.count(std::get<0>(key)) != 0;
+    const auto it = sends.find(key);
+    if (list.empty()) continue;
+    const bool ok = list.size() == 1 && (!peer_traced || (it != sends.end() && it->second.size() == 1));
+    if (!ok) {
+      for (const auto& ref : list) demote(ref);
+    }
+  }
+  if (unmatched > 0) {
+    warnings.push_back(
+        fmt::format("{} send/recv op(s) without exactly one counterpart on the traced peer keep their traced "
+                    "duration",
+                    unmatched));
+  }
+}
+
+void TraceGraphBuilder::append_ranks(OpGraph& g, std::vector<double>& traced_start_s) {
   for (auto& [r, rb] : ranks_) {
     using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
     G dag(rb.ops_.size());
@@ -270,8 +285,6 @@ OpGraph TraceGraphBuilder::finish(std::vector<double>& traced_start_s, std::vect
       traced_start_s.push_back(p.start_s);
     }
   }
-  check_graph(g);
-  return g;
 }
 
 }  // namespace commstack::workloads::importers

@@ -59,8 +59,18 @@ public:
   OpGraph finish(std::vector<double>& traced_start_s, std::vector<std::string>& warnings);
 
 private:
-  int world_ = 0;
-  std::map<int, RankBuilder> ranks_;
+ using GroupKey = std::pair<std::string, std::vector<int>>;  // process group: label, ranks
+ // Collective instances: the n-th call of each rank on a process group.
+ void match_collectives(OpGraph& g, std::vector<std::string>& warnings);
+ void number_group(const GroupKey& key, std::map<int, std::vector<int>>& per_rank, int comm,
+                   std::vector<std::string>& warnings);
+ // Send/recv pairs; the unmatched ones keep their traced duration.
+ void match_p2p(std::vector<std::string>& warnings);
+ // Per rank: topological order, then global ids.
+ void append_ranks(OpGraph& g, std::vector<double>& traced_start_s);
+
+ int world_ = 0;
+ std::map<int, RankBuilder> ranks_;
 };
 
 }  // namespace commstack::workloads::importers
