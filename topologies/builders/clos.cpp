@@ -93,25 +93,20 @@ private:
 
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-}  // namespace
+// The design capacity of a leaf's and a spine's uplinks (bytes/s), for the links' bandwidths.
+struct ClosCapacity {
+  double leaf_up_bw = 0;
+  double spine_up_bw = 0;
+};
 
-void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
+// The switches, tiers and pods the spec asks for (fills `s` past rail / nics / nodes_per_unit);
+// InputError where the radix, the ratios or the size cannot be built.
+ClosCapacity size_clos(const BuildInputs& in, ClosShape& s) {
   const FabricSpec& f = in.spec.fabric;
-  if (f.nodes_per_unit < 1) {
-    throw InputError(fmt::format("{}: /fabric/nodes_per_unit: expected >= 1, got {}", in.origin, f.nodes_per_unit));
-  }
-  ClosShape s;
-  s.rail = rail_optimized;
-  s.nics = static_cast<int>(in.nics.size());
-  s.nodes_per_unit = f.nodes_per_unit;
-  if (s.nics == 0) {  // nothing to plug in: validation reports the disconnected nodes
-    build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
-    return;
-  }
   s.units = ceil_div(in.nodes, s.nodes_per_unit);
-  s.leaves_per_unit = rail_optimized ? s.nics : 1;
+  s.leaves_per_unit = s.rail ? s.nics : 1;
   s.leaves = s.units * s.leaves_per_unit;
-  s.down_ports = rail_optimized ? s.nodes_per_unit : s.nodes_per_unit * s.nics;
+  s.down_ports = s.rail ? s.nodes_per_unit : s.nodes_per_unit * s.nics;
 
   const int radix = f.switch_radix;
   const double nic_bw = in.nics.front().bandwidth_Bps;
@@ -124,8 +119,10 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
   }
   // Design capacity of a leaf's uplinks: its down capacity divided by the ratio (exact), and the
   // number of switch-to-switch cables that carries it (for port and switch counts).
-  const double leaf_up_bw = s.down_ports * nic_bw / o_leaf;
-  const int leaf_up_ports = std::max(1, static_cast<int>(std::ceil(leaf_up_bw / f.link_bandwidth_Bps - 1e-9)));
+  ClosCapacity cap;
+  cap.leaf_up_bw = s.down_ports * nic_bw / o_leaf;
+  const int leaf_up_ports =
+      std::max(1, static_cast<int>(std::ceil(cap.leaf_up_bw / f.link_bandwidth_Bps - 1e-9)));
   if (s.down_ports + leaf_up_ports > radix) {
     throw InputError(fmt::format(
         "{}: /fabric/nodes_per_unit: a leaf needs {} ports to nodes + {} uplinks, more than /fabric/switch_radix = {}; "
@@ -133,11 +130,6 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
         in.origin, s.down_ports, leaf_up_ports, radix));
   }
   s.tiers = f.tiers == 0 ? (s.leaves <= radix ? 2 : 3) : f.tiers;
-  std::vector<int> nic_leaf;
-  std::vector<int> leaf_spine;
-  std::vector<int> spine_core;
-  double spine_up_bw = 0;
-  int spine_down_ports = radix;
   if (s.tiers == 2) {
     if (s.leaves > radix) {
       throw InputError(fmt::format("{}: /fabric/tiers: 2 tiers connect at most /fabric/switch_radix = {} leaves, "
@@ -149,7 +141,7 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
   } else {
     // A spine splits its ports down:up by the spine ratio; a pod is as many whole units as one
     // spine can reach with a port per leaf, so leaves and spines in a pod are fully meshed.
-    spine_down_ports = static_cast<int>(std::floor(radix * o_spine / (o_spine + 1)));
+    const int spine_down_ports = static_cast<int>(std::floor(radix * o_spine / (o_spine + 1)));
     s.units_per_pod = spine_down_ports / s.leaves_per_unit;
     if (s.units_per_pod < 1) {
       throw InputError(fmt::format("{}: /fabric/switch_radix: a 3-tier spine has {} down ports, fewer than the {} leaves "
@@ -163,40 +155,44 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
     }
     const int pod_leaves = s.units_per_pod * s.leaves_per_unit;
     s.spines_per_pod = std::max(1, ceil_div(static_cast<long long>(pod_leaves) * leaf_up_ports, spine_down_ports));
-    const double spine_down_bw = pod_leaves * leaf_up_bw / s.spines_per_pod;
-    spine_up_bw = spine_down_bw / o_spine;
-    const int spine_up_ports = std::max(1, static_cast<int>(std::ceil(spine_up_bw / f.link_bandwidth_Bps - 1e-9)));
+    const double spine_down_bw = pod_leaves * cap.leaf_up_bw / s.spines_per_pod;
+    cap.spine_up_bw = spine_down_bw / o_spine;
+    const int spine_up_ports =
+        std::max(1, static_cast<int>(std::ceil(cap.spine_up_bw / f.link_bandwidth_Bps - 1e-9)));
     s.cores_per_group = std::max(1, ceil_div(static_cast<long long>(spine_up_ports) * s.pods, radix));
   }
-
   check_link_budget(static_cast<long long>(s.leaves) * s.spines_per_pod +
                         static_cast<long long>(std::max(1, s.pods)) * s.spines_per_pod * std::max(1, s.cores_per_group),
                     in, "/fabric/switch_radix");
+  return cap;
+}
 
-  // The shape is valid: now build (node devices first, so GPU ranks come first in vertex order).
-  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
-
-  // Leaves and NIC cables.
+// Leaves and NIC cables; returns the leaves' vertices, fills the NIC -> leaf links.
+std::vector<int> add_leaves(Topology& topo, const BuildInputs& in, const ClosShape& s, const IntraNode& intra,
+                            std::vector<int>& nic_leaf) {
   std::vector<int> leaf_v;
   for (int u = 0; u < s.units; ++u) {
     for (int r = 0; r < s.leaves_per_unit; ++r) {
-      const std::string name = rail_optimized ? fmt::format("leaf.su{}.r{}", u, r) : fmt::format("tor{}", u);
+      const std::string name = s.rail ? fmt::format("leaf.su{}.r{}", u, r) : fmt::format("tor{}", u);
       leaf_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, name, -1, u * s.leaves_per_unit + r, 1}));
     }
   }
   for (int n = 0; n < in.nodes; ++n) {
     for (int k = 0; k < s.nics; ++k) {
-      const int leaf = rail_optimized ? (n / s.nodes_per_unit) * s.leaves_per_unit + k : n / s.nodes_per_unit;
+      const int leaf = s.rail ? (n / s.nodes_per_unit) * s.leaves_per_unit + k : n / s.nodes_per_unit;
       const auto& nic = in.nics[static_cast<std::size_t>(k)];
       nic_leaf.push_back(topo.add_link(intra.nic_vertex[static_cast<std::size_t>(n * s.nics + k)],
                                        leaf_v[static_cast<std::size_t>(leaf)], nic.bandwidth_Bps, nic.latency_s,
                                        LinkKind::network));
     }
   }
-  // Spines (per pod) meshed with their pod's leaves; a leaf's uplink capacity is spread evenly.
-  // A single leaf (one ToR, or one rail in one unit) needs no spines: they would be dead ends.
-  const bool need_spines = s.leaves > 1;
-  if (!need_spines) s.pods = 0;
+  return leaf_v;
+}
+
+// Spines (per pod) meshed with their pod's leaves; a leaf's uplink capacity is spread evenly.
+// Returns the spines' vertices, fills the leaf -> spine links.
+std::vector<int> add_spines(Topology& topo, const BuildInputs& in, const ClosShape& s,
+                            const std::vector<int>& leaf_v, double leaf_up_bw, std::vector<int>& leaf_spine) {
   std::vector<int> spine_v;
   for (int p = 0; p < s.pods; ++p) {
     for (int j = 0; j < s.spines_per_pod; ++j) {
@@ -204,44 +200,45 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
       spine_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, name, -1, p * s.spines_per_pod + j, 2}));
     }
   }
-  if (need_spines) {
-    leaf_spine.resize(static_cast<std::size_t>(s.leaves) * static_cast<std::size_t>(s.spines_per_pod));
-    for (int l = 0; l < s.leaves; ++l) {
-      const int p = (l / s.leaves_per_unit) / s.units_per_pod;
-      for (int j = 0; j < s.spines_per_pod; ++j) {
-        leaf_spine[static_cast<std::size_t>(l * s.spines_per_pod + j)] =
-            topo.add_link(leaf_v[static_cast<std::size_t>(l)], spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
-                          leaf_up_bw / s.spines_per_pod, f.link_latency_s, LinkKind::network);
-      }
+  leaf_spine.resize(static_cast<std::size_t>(s.leaves) * static_cast<std::size_t>(s.spines_per_pod));
+  for (int l = 0; l < s.leaves; ++l) {
+    const int p = (l / s.leaves_per_unit) / s.units_per_pod;
+    for (int j = 0; j < s.spines_per_pod; ++j) {
+      leaf_spine[static_cast<std::size_t>(l * s.spines_per_pod + j)] = topo.add_link(
+          leaf_v[static_cast<std::size_t>(l)], spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
+          leaf_up_bw / s.spines_per_pod, in.spec.fabric.link_latency_s, LinkKind::network);
     }
   }
-  if (!need_spines) s.pods = 1;
-  if (s.tiers == 3 && s.pods > 1) {
-    // Core group j serves spine j of every pod (classic folded Clos): cores_per_group cores each.
-    std::vector<int> core_v;
+  return spine_v;
+}
+
+// Core group j serves spine j of every pod (classic folded Clos): cores_per_group cores each.
+// Returns the spine -> core links.
+std::vector<int> add_cores(Topology& topo, const BuildInputs& in, const ClosShape& s,
+                           const std::vector<int>& spine_v, double spine_up_bw) {
+  std::vector<int> core_v;
+  for (int j = 0; j < s.spines_per_pod; ++j) {
+    for (int c = 0; c < s.cores_per_group; ++c) {
+      core_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, fmt::format("core{}.{}", j, c), -1,
+                                              j * s.cores_per_group + c, 3}));
+    }
+  }
+  std::vector<int> spine_core(static_cast<std::size_t>(s.pods) * s.spines_per_pod * s.cores_per_group);
+  for (int p = 0; p < s.pods; ++p) {
     for (int j = 0; j < s.spines_per_pod; ++j) {
       for (int c = 0; c < s.cores_per_group; ++c) {
-        core_v.push_back(topo.add_vertex(Vertex{VertexKind::fabric_switch, fmt::format("core{}.{}", j, c), -1,
-                                                j * s.cores_per_group + c, 3}));
+        spine_core[static_cast<std::size_t>((p * s.spines_per_pod + j) * s.cores_per_group + c)] =
+            topo.add_link(spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
+                          core_v[static_cast<std::size_t>(j * s.cores_per_group + c)],
+                          spine_up_bw / s.cores_per_group, in.spec.fabric.link_latency_s, LinkKind::network);
       }
     }
-    spine_core.resize(static_cast<std::size_t>(s.pods) * s.spines_per_pod * s.cores_per_group);
-    for (int p = 0; p < s.pods; ++p) {
-      for (int j = 0; j < s.spines_per_pod; ++j) {
-        for (int c = 0; c < s.cores_per_group; ++c) {
-          spine_core[static_cast<std::size_t>((p * s.spines_per_pod + j) * s.cores_per_group + c)] = topo.add_link(
-              spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
-              core_v[static_cast<std::size_t>(j * s.cores_per_group + c)], spine_up_bw / s.cores_per_group,
-              f.link_latency_s, LinkKind::network);
-        }
-      }
-    }
-  } else if (s.tiers == 3) {
-    s.cores_per_group = 1;  // one pod: traffic turns at the spines, no core switches are needed
   }
+  return spine_core;
+}
 
-  // Representative nodes: first node of each (domain size, unit size, pod size) class.
-  const int domain = intra.domain_nodes;
+// Representative nodes: first node of each (domain size, unit size, pod size) class.
+void set_representative_nodes(Topology& topo, const BuildInputs& in, const ClosShape& s, int domain) {
   std::map<std::tuple<int, int, int>, int> classes;
   for (int n = 0; n < in.nodes; ++n) {
     const int d = n / domain;
@@ -255,6 +252,38 @@ void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
   }
   for (const auto& [key, n] : classes) topo.representative_nodes.push_back(n);
   std::sort(topo.representative_nodes.begin(), topo.representative_nodes.end());
+}
+
+}  // namespace
+
+void build_clos(Topology& topo, const BuildInputs& in, bool rail_optimized) {
+  const FabricSpec& f = in.spec.fabric;
+  if (f.nodes_per_unit < 1) {
+    throw InputError(
+        fmt::format("{}: /fabric/nodes_per_unit: expected >= 1, got {}", in.origin, f.nodes_per_unit));
+  }
+  ClosShape s;
+  s.rail = rail_optimized;
+  s.nics = static_cast<int>(in.nics.size());
+  s.nodes_per_unit = f.nodes_per_unit;
+  if (s.nics == 0) {  // nothing to plug in: validation reports the disconnected nodes
+    build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
+    return;
+  }
+  const ClosCapacity cap = size_clos(in, s);
+
+  // The shape is valid: now build (node devices first, so GPU ranks come first in vertex order).
+  IntraNode intra = build_intra_node(topo, in.spec.node, in.nics, in.nodes, in.gpus);
+  std::vector<int> nic_leaf, leaf_spine, spine_core;
+  const std::vector<int> leaf_v = add_leaves(topo, in, s, intra, nic_leaf);
+  // A single leaf (one ToR, or one rail in one unit) needs no spines: they would be dead ends.
+  std::vector<int> spine_v;
+  if (s.leaves > 1) spine_v = add_spines(topo, in, s, leaf_v, cap.leaf_up_bw, leaf_spine);
+  if (s.tiers == 3 && s.pods > 1 && s.leaves > 1)
+    spine_core = add_cores(topo, in, s, spine_v, cap.spine_up_bw);
+  else if (s.tiers == 3)
+    s.cores_per_group = 1;  // one pod: traffic turns at the spines, no core switches are needed
+  set_representative_nodes(topo, in, s, intra.domain_nodes);
   topo.set_router(std::make_shared<ClosRouter>(std::move(intra), s, std::move(nic_leaf), std::move(leaf_spine),
                                                std::move(spine_core)));
 }
