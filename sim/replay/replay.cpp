@@ -164,34 +164,18 @@ RankPlacement place_ranks(const workloads::ImportedTrace& trace, int scale_dp, i
   return RankPlacement{std::move(gpu_of), nodes_per_replica * K, std::move(rule)};
 }
 
-ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const ReplayOptions& o) {
-  ReplayResult r;
-  r.graph = trace.graph;
-  auto& g = r.graph;
-  const int W = std::max(g.world, 1);
-  const int K = std::max(o.scale_dp, 1);
-  r.world = W * K;
-  const int gpus = sim.topology().gpu_count();
-  if (gpus < r.world) {
-    throw InputError(fmt::format("replay: the trace needs {} GPUs (world {}{}) but the cluster has {}; pass --nodes", r.world,
-                                 W, K > 1 ? fmt::format(" x scale-dp {}", K) : "", gpus));
-  }
-  // Where the ranks run: by the hosts the trace names (one node per host), else rank r on GPU r.
-  const RankPlacement placement = place_ranks(trace, K, sim.topology().gpus_per_node);
-  if (!placement.gpu_of.empty() && placement.nodes > sim.topology().nodes)
-    throw InputError(fmt::format(
-        "replay: the trace's ranks run on {} hosts{} but the cluster has {} nodes; pass --nodes {}",
-        placement.nodes / K, K > 1 ? fmt::format(" (x scale-dp {})", K) : "", sim.topology().nodes,
-        placement.nodes));
-  r.assumptions.push_back(placement.assumption);
-  const auto gpu = [&](int rank) {
-    return placement.gpu_of.empty() ? rank : placement.gpu_of[static_cast<std::size_t>(rank)];
-  };
-  if (g.ranks.size() < static_cast<std::size_t>(W)) {
-    r.assumptions.push_back(fmt::format("{} of {} ranks traced: untraced members of a process group behave like the traced ones",
-                                        g.ranks.size(), W));
-  }
-  // Scale-out: sibling groups that run each collective at the same time, per communicator.
+namespace {
+
+// A rank's GPU: by the trace's hosts (place_ranks), else rank r on GPU r.
+struct GpuOf {
+  const std::vector<int>& gpu_of;
+  int operator()(int rank) const { return gpu_of.empty() ? rank : gpu_of[static_cast<std::size_t>(rank)]; }
+};
+
+// Scale-out: the sibling groups (as GPU lists) that run each communicator's collectives at the
+// same time; groups spanning the traced world widen to K x W ranks.
+std::vector<std::vector<std::vector<int>>> scale_out_groups(workloads::OpGraph& g, int W, int K,
+                                                            const GpuOf& gpu, ReplayResult& r) {
   std::vector<std::vector<std::vector<int>>> siblings(g.communicators.size());
   int widened = 0, replicated = 0;
   for (auto& c : g.communicators) {
@@ -224,17 +208,13 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
                                         "copied per replica and run at the same time as their copies",
                                         K, K, widened, r.world, replicated));
   }
+  return siblings;
+}
 
-  // Compute rescaling.
-  if (o.traced_gpu && o.target_gpu) {
-    r.scale_gemm = o.traced_gpu->peak_bf16_flops / o.target_gpu->peak_bf16_flops;
-    r.scale_memory = o.traced_gpu->hbm_bytes_per_s / o.target_gpu->hbm_bytes_per_s;
-    r.assumptions.push_back(fmt::format("GPU compute rescaled from {} to {}: GEMM/attention kernels x {:.3f} (peak BF16 ratio), "
-                                        "other kernels and copies x {:.3f} (HBM bandwidth ratio); CPU time unchanged",
-                                        o.traced_gpu->name, o.target_gpu->name, r.scale_gemm, r.scale_memory));
-  }
-
-  train::CommCosts costs(sim, o.comm);
+// Every op's replayed duration: communication re-simulated on the cluster (all sibling groups at
+// once), compute rescaled to the target GPU, the rest as traced.
+void op_durations(const workloads::OpGraph& g, const std::vector<std::vector<std::vector<int>>>& siblings,
+                  int W, int K, const GpuOf& gpu, train::CommCosts& costs, ReplayResult& r) {
   r.duration.assign(g.ops.size(), 0);
   for (const Op& op : g.ops) {
     const auto i = static_cast<std::size_t>(op.id);
@@ -263,27 +243,14 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
                     "no counterpart on every traced member: see the import warnings)",
                     r.kept_comm_ops));
   }
-  r.simulations = costs.simulations();
-  r.flows = costs.flows();
-  try {
-    r.schedule = train::schedule_ops(g, [&](const Op& op) { return r.duration[static_cast<std::size_t>(op.id)]; });
-  } catch (const std::logic_error& e) {
-    // The scheduler only deadlocks on graphs whose collective calls cannot all be matched in one
-    // order (e.g. two process groups called in opposite orders on two traced ranks).
-    throw InputError(fmt::format("replay: the traced calls cannot be scheduled ({}); the traced ranks call their process "
-                                 "groups in orders that do not match",
-                                 e.what()));
-  }
+}
 
-  std::map<int, double> finish;
-  for (const Op& op : g.ops) {
-    double& f = finish[op.rank];
-    f = std::max(f, r.schedule.finish[static_cast<std::size_t>(op.id)]);
-  }
-  // The traced timeline: recorded, or rebuilt from the traced durations when the format has no
-  // timestamps but has durations.
+// The traced timeline: recorded, or rebuilt from the traced durations when the format has no
+// timestamps but has durations. Returns each rank's traced time; sets r.traced_s / traced_start_s.
+std::map<int, double> traced_timeline(const workloads::ImportedTrace& trace, const workloads::OpGraph& g,
+                                      ReplayResult& r) {
   std::map<int, double> traced_per_rank = trace.traced_iteration_s;
-  double traced_s = trace.traced_s;
+  r.traced_s = trace.traced_s;
   r.traced_start_s = trace.traced_start_s;
   bool any_duration = false;
   for (const Op& op : trace.graph.ops) any_duration = any_duration || op.measured_s > 0;
@@ -299,10 +266,20 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
       double& f = traced_per_rank[op.rank];
       f = std::max(f, as_traced.finish[static_cast<std::size_t>(op.id)]);
     }
-    traced_s = as_traced.iteration_s;
+    r.traced_s = as_traced.iteration_s;
   }
   if (r.traced_start_s.size() != g.ops.size()) r.traced_start_s.clear();
+  return traced_per_rank;
+}
 
+// Per rank: replayed and traced time; the critical rank's breakdowns, replayed and traced.
+void rank_results(const workloads::OpGraph& g, const std::map<int, double>& traced_per_rank,
+                  ReplayResult& r) {
+  std::map<int, double> finish;
+  for (const Op& op : g.ops) {
+    double& f = finish[op.rank];
+    f = std::max(f, r.schedule.finish[static_cast<std::size_t>(op.id)]);
+  }
   r.critical_rank = g.ranks.empty() ? 0 : g.ranks.front();
   for (int rank : g.ranks) {
     RankResult rr;
@@ -314,7 +291,6 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
     r.ranks.push_back(rr);
   }
   r.replayed_s = r.schedule.iteration_s;
-  r.traced_s = traced_s;
   r.replayed = breakdown(g, r.critical_rank, finish[r.critical_rank], r.schedule.start, r.duration);
   if (!r.traced_start_s.empty()) {
     std::vector<double> traced_dur(g.ops.size());
@@ -322,6 +298,65 @@ ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const
     auto it = traced_per_rank.find(r.critical_rank);
     r.traced = breakdown(g, r.critical_rank, it != traced_per_rank.end() ? it->second : 0, r.traced_start_s, traced_dur);
   }
+}
+
+}  // namespace
+
+ReplayResult replay(const workloads::ImportedTrace& trace, Simulator& sim, const ReplayOptions& o) {
+  ReplayResult r;
+  r.graph = trace.graph;
+  auto& g = r.graph;
+  const int W = std::max(g.world, 1);
+  const int K = std::max(o.scale_dp, 1);
+  r.world = W * K;
+  const int gpus = sim.topology().gpu_count();
+  if (gpus < r.world) {
+    throw InputError(
+        fmt::format("replay: the trace needs {} GPUs (world {}{}) but the cluster has {}; pass --nodes",
+                    r.world, W, K > 1 ? fmt::format(" x scale-dp {}", K) : "", gpus));
+  }
+  // Where the ranks run: by the hosts the trace names (one node per host), else rank r on GPU r.
+  const RankPlacement placement = place_ranks(trace, K, sim.topology().gpus_per_node);
+  if (!placement.gpu_of.empty() && placement.nodes > sim.topology().nodes)
+    throw InputError(fmt::format(
+        "replay: the trace's ranks run on {} hosts{} but the cluster has {} nodes; pass --nodes {}",
+        placement.nodes / K, K > 1 ? fmt::format(" (x scale-dp {})", K) : "", sim.topology().nodes,
+        placement.nodes));
+  r.assumptions.push_back(placement.assumption);
+  const GpuOf gpu{placement.gpu_of};
+  if (g.ranks.size() < static_cast<std::size_t>(W)) {
+    r.assumptions.push_back(
+        fmt::format("{} of {} ranks traced: untraced members of a process group behave like the traced ones",
+                    g.ranks.size(), W));
+  }
+  const auto siblings = scale_out_groups(g, W, K, gpu, r);
+
+  // Compute rescaling.
+  if (o.traced_gpu && o.target_gpu) {
+    r.scale_gemm = o.traced_gpu->peak_bf16_flops / o.target_gpu->peak_bf16_flops;
+    r.scale_memory = o.traced_gpu->hbm_bytes_per_s / o.target_gpu->hbm_bytes_per_s;
+    r.assumptions.push_back(
+        fmt::format("GPU compute rescaled from {} to {}: GEMM/attention kernels x {:.3f} (peak BF16 ratio), "
+                    "other kernels and copies x {:.3f} (HBM bandwidth ratio); CPU time unchanged",
+                    o.traced_gpu->name, o.target_gpu->name, r.scale_gemm, r.scale_memory));
+  }
+  train::CommCosts costs(sim, o.comm);
+  op_durations(g, siblings, W, K, gpu, costs, r);
+  r.simulations = costs.simulations();
+  r.flows = costs.flows();
+  try {
+    r.schedule =
+        train::schedule_ops(g, [&](const Op& op) { return r.duration[static_cast<std::size_t>(op.id)]; });
+  } catch (const std::logic_error& e) {
+    // The scheduler only deadlocks on graphs whose collective calls cannot all be matched in one
+    // order (e.g. two process groups called in opposite orders on two traced ranks).
+    throw InputError(
+        fmt::format("replay: the traced calls cannot be scheduled ({}); the traced ranks call their process "
+                    "groups in orders that do not match",
+                    e.what()));
+  }
+  const std::map<int, double> traced_per_rank = traced_timeline(trace, g, r);
+  rank_results(g, traced_per_rank, r);
   return r;
 }
 
