@@ -59,24 +59,57 @@ int rank_of(const std::string& path, std::size_t index, std::vector<std::string>
   return static_cast<int>(index);
 }
 
-}  // namespace
+// One workload_graph node as the importer keeps it; InputError naming the node without an
+// integer Id and NodeType.
+Node read_node(const json& e, std::int64_t index) {
+  Node n;
+  auto id = opt_int(e, "Id");
+  auto type = opt_int(e, "NodeType");
+  if (!id || !type) {
+    throw InputError(fmt::format("node {} has no integer \"Id\" and \"NodeType\"", index));
+  }
+  n.id = *id;
+  n.type = static_cast<int>(*type);
+  if (e.contains("Name") && e["Name"].is_string()) n.name = e["Name"].get<std::string>();
+  n.cpu = e.contains("is_cpu_op") && e["is_cpu_op"].is_boolean() && e["is_cpu_op"].get<bool>();
+  if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() >= 0 &&
+      e["runtime"].get<double>() < 1e15) {
+    n.runtime_us = e["runtime"].get<double>();
+    n.has_runtime = true;
+  }
+  for (const char* key : {"data_deps", "ctrlDeps", "ctrl_deps"}) {
+    if (!e.contains(key)) continue;
+    const json& d = e[key];
+    if (d.is_array()) {
+      for (const auto& x : d) {
+        if (x.is_number_integer() || x.is_number_unsigned()) n.deps.push_back(x.get<std::int64_t>());
+      }
+    } else if (d.is_number_integer()) {
+      n.deps.push_back(d.get<std::int64_t>());
+    }
+  }
+  n.comm_type = opt_int(e, "comm_type");
+  n.comm_size = opt_int(e, "comm_size");
+  n.comm_src = opt_int(e, "comm_src");
+  n.comm_dst = opt_int(e, "comm_dst");
+  n.comm_tag = opt_int(e, "comm_tag");
+  return n;
+}
 
-ImportedTrace import_chakra(const std::vector<std::string>& files) {
-  if (files.empty()) throw InputError("chakra import: no trace files");
-  ImportedTrace t;
-  t.format = "chakra";
-  t.iteration = "whole trace";
-  struct FileNodes {
-    std::string path;
-    int rank = 0;
-    std::vector<Node> nodes;
-  };
+struct FileNodes {
+  std::string path;
+  int rank = 0;
+  std::vector<Node> nodes;
+};
+
+// Every file's nodes, in rank order; `world` grows to the files' ngpus and ranks.
+std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& world,
+                                  std::vector<std::string>& warnings) {
   std::vector<FileNodes> all;
-  int world = 0;
   for (std::size_t k = 0; k < files.size(); ++k) {
     FileNodes fn;
     fn.path = files[k];
-    fn.rank = rank_of(files[k], k, t.warnings);
+    fn.rank = rank_of(files[k], k, warnings);
     long long bad = 0;
     StreamCallbacks cb;
     cb.element = [&](json&& e, std::int64_t index) {
@@ -84,38 +117,7 @@ ImportedTrace import_chakra(const std::vector<std::string>& files) {
         ++bad;
         return;
       }
-      Node n;
-      auto id = opt_int(e, "Id");
-      auto type = opt_int(e, "NodeType");
-      if (!id || !type) {
-        throw InputError(fmt::format("node {} has no integer \"Id\" and \"NodeType\"", index));
-      }
-      n.id = *id;
-      n.type = static_cast<int>(*type);
-      if (e.contains("Name") && e["Name"].is_string()) n.name = e["Name"].get<std::string>();
-      n.cpu = e.contains("is_cpu_op") && e["is_cpu_op"].is_boolean() && e["is_cpu_op"].get<bool>();
-      if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() >= 0 &&
-          e["runtime"].get<double>() < 1e15) {
-        n.runtime_us = e["runtime"].get<double>();
-        n.has_runtime = true;
-      }
-      for (const char* key : {"data_deps", "ctrlDeps", "ctrl_deps"}) {
-        if (!e.contains(key)) continue;
-        const json& d = e[key];
-        if (d.is_array()) {
-          for (const auto& x : d) {
-            if (x.is_number_integer() || x.is_number_unsigned()) n.deps.push_back(x.get<std::int64_t>());
-          }
-        } else if (d.is_number_integer()) {
-          n.deps.push_back(d.get<std::int64_t>());
-        }
-      }
-      n.comm_type = opt_int(e, "comm_type");
-      n.comm_size = opt_int(e, "comm_size");
-      n.comm_src = opt_int(e, "comm_src");
-      n.comm_dst = opt_int(e, "comm_dst");
-      n.comm_tag = opt_int(e, "comm_tag");
-      fn.nodes.push_back(std::move(n));
+      fn.nodes.push_back(read_node(e, index));
     };
     cb.member = [&](const std::string& key, json&& v) {
       if (key == "ngpus" && v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= (1 << 24)) {
@@ -123,7 +125,9 @@ ImportedTrace import_chakra(const std::vector<std::string>& files) {
       }
     };
     stream_json_file(fn.path, "workload_graph", cb);
-    if (bad > 0) t.warnings.push_back(fmt::format("{}: {} workload_graph entries that are not objects skipped", fn.path, bad));
+    if (bad > 0)
+      warnings.push_back(
+          fmt::format("{}: {} workload_graph entries that are not objects skipped", fn.path, bad));
     if (fn.nodes.empty()) throw InputError(fmt::format("{}: \"workload_graph\" has no nodes", fn.path));
     world = std::max(world, fn.rank + 1);
     all.push_back(std::move(fn));
@@ -132,75 +136,99 @@ ImportedTrace import_chakra(const std::vector<std::string>& files) {
   for (std::size_t i = 1; i < all.size(); ++i) {
     if (all[i].rank == all[i - 1].rank) throw InputError(fmt::format("{} and {} are both rank {}", all[i - 1].path, all[i].path, all[i].rank));
   }
+  return all;
+}
+
+// One rank's nodes as ops: CPU ops on lane 0, GPU kernels on lane 1, communication on lane 2,
+// each lane in node order; then the nodes' own dependencies.
+void build_rank(FileNodes& fn, int world, const std::vector<int>& world_ranks, RankBuilder& rb,
+                std::vector<std::string>& warnings) {
+  std::stable_sort(fn.nodes.begin(), fn.nodes.end(),
+                   [](const Node& a, const Node& b) { return a.id < b.id; });
+  std::unordered_map<std::int64_t, int> local;
+  for (std::size_t i = 1; i < fn.nodes.size(); ++i) {
+    if (fn.nodes[i].id == fn.nodes[i - 1].id)
+      throw InputError(fmt::format("{}: node Id {} appears twice", fn.path, fn.nodes[i].id));
+  }
+  int prev_cpu = -1, prev_gpu = -1, prev_comm = -1;
+  long long missing_deps = 0, kept = 0, no_runtime = 0;
+  // Pass 1: ops (deps to nodes defined later are added in pass 2).
+  std::vector<int> op_of(fn.nodes.size(), -1);
+  for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node& n = fn.nodes[i];
+    if (!n.has_runtime) ++no_runtime;
+    const double dur = n.runtime_us * 1e-6;
+    int id = -1;
+    const bool comm_node = n.type == kColl || n.type == kSend || n.type == kRecv;
+    if (n.cpu) {
+      id = rb.host(n.name, 0, dur, 0, prev_cpu);
+      prev_cpu = id;
+    } else if (!comm_node) {
+      id = rb.gpu(n.name, 0, dur, 1, prev_gpu >= 0 ? std::vector<int>{prev_gpu} : std::vector<int>{}, false);
+      prev_gpu = id;
+    } else {
+      std::vector<int> deps;
+      if (prev_comm >= 0) deps.push_back(prev_comm);
+      const auto coll = n.comm_type ? collective_of(*n.comm_type) : std::nullopt;
+      if (n.type == kColl && coll && n.comm_size && *n.comm_size > 0) {
+        id = rb.collective(n.name, 0, dur, 2, deps, *coll, static_cast<std::uint64_t>(*n.comm_size), "world",
+                           world_ranks);
+      } else if ((n.type == kSend || n.type == kRecv) && n.comm_src && n.comm_dst && n.comm_size &&
+                 *n.comm_size >= 0 && *n.comm_src >= 0 && *n.comm_dst >= 0 && *n.comm_src < world &&
+                 *n.comm_dst < world) {
+        const bool send = n.type == kSend;
+        const auto peer = static_cast<int>(send ? *n.comm_dst : *n.comm_src);
+        id = rb.p2p(n.name, 0, dur, 2, deps, send ? OpKind::send : OpKind::recv, peer, n.comm_tag.value_or(0),
+                    static_cast<std::uint64_t>(*n.comm_size));
+      } else {
+        id = rb.gpu(n.name, 0, dur, 2, deps, true);
+        ++kept;
+      }
+      prev_comm = id;
+    }
+    op_of[i] = id;
+    local[n.id] = id;
+  }
+  for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
+    for (std::int64_t d : fn.nodes[i].deps) {
+      auto it = local.find(d);
+      if (it == local.end())
+        ++missing_deps;
+      else
+        rb.add_dep(op_of[i], it->second);
+    }
+  }
+  if (missing_deps > 0)
+    warnings.push_back(
+        fmt::format("{}: {} dependencies on nodes not in the file ignored", fn.path, missing_deps));
+  if (kept > 0) {
+    warnings.push_back(fmt::format(
+        "{}: {} communication node(s) without a modelled comm_type/comm_size (or peer) keep their "
+        "traced runtime",
+        fn.path, kept));
+  }
+  if (no_runtime > 0)
+    warnings.push_back(fmt::format("{}: {} node(s) without \"runtime\" take 0 s", fn.path, no_runtime));
+}
+
+}  // namespace
+
+ImportedTrace import_chakra(const std::vector<std::string>& files) {
+  if (files.empty()) throw InputError("chakra import: no trace files");
+  ImportedTrace t;
+  t.format = "chakra";
+  t.iteration = "whole trace";
+  int world = 0;
+  std::vector<FileNodes> all = read_files(files, world, t.warnings);
   std::vector<int> world_ranks(static_cast<std::size_t>(world));
   for (int i = 0; i < world; ++i) world_ranks[static_cast<std::size_t>(i)] = i;
-
   TraceGraphBuilder builder(world);
-  for (auto& fn : all) {
-    RankBuilder& rb = builder.rank(fn.rank);
-    std::stable_sort(fn.nodes.begin(), fn.nodes.end(), [](const Node& a, const Node& b) { return a.id < b.id; });
-    std::unordered_map<std::int64_t, int> local;
-    for (std::size_t i = 1; i < fn.nodes.size(); ++i) {
-      if (fn.nodes[i].id == fn.nodes[i - 1].id) throw InputError(fmt::format("{}: node Id {} appears twice", fn.path, fn.nodes[i].id));
-    }
-    int prev_cpu = -1, prev_gpu = -1, prev_comm = -1;
-    long long missing_deps = 0, kept = 0, no_runtime = 0;
-    std::map<std::pair<int, int>, std::int64_t> unused;
-    (void)unused;
-    // Pass 1: ops (deps to nodes defined later are added in pass 2).
-    std::vector<int> op_of(fn.nodes.size(), -1);
-    for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
-      const Node& n = fn.nodes[i];
-      if (!n.has_runtime) ++no_runtime;
-      const double dur = n.runtime_us * 1e-6;
-      int id = -1;
-      const bool comm_node = n.type == kColl || n.type == kSend || n.type == kRecv;
-      if (n.cpu) {
-        id = rb.host(n.name, 0, dur, 0, prev_cpu);
-        prev_cpu = id;
-      } else if (!comm_node) {
-        id = rb.gpu(n.name, 0, dur, 1, prev_gpu >= 0 ? std::vector<int>{prev_gpu} : std::vector<int>{}, false);
-        prev_gpu = id;
-      } else {
-        std::vector<int> deps;
-        if (prev_comm >= 0) deps.push_back(prev_comm);
-        const auto coll = n.comm_type ? collective_of(*n.comm_type) : std::nullopt;
-        if (n.type == kColl && coll && n.comm_size && *n.comm_size > 0) {
-          id = rb.collective(n.name, 0, dur, 2, deps, *coll, static_cast<std::uint64_t>(*n.comm_size), "world", world_ranks);
-        } else if ((n.type == kSend || n.type == kRecv) && n.comm_src && n.comm_dst && n.comm_size && *n.comm_size >= 0 &&
-                   *n.comm_src >= 0 && *n.comm_dst >= 0 && *n.comm_src < world && *n.comm_dst < world) {
-          const bool send = n.type == kSend;
-          const auto peer = static_cast<int>(send ? *n.comm_dst : *n.comm_src);
-          id = rb.p2p(n.name, 0, dur, 2, deps, send ? OpKind::send : OpKind::recv, peer, n.comm_tag.value_or(0),
-                      static_cast<std::uint64_t>(*n.comm_size));
-        } else {
-          id = rb.gpu(n.name, 0, dur, 2, deps, true);
-          ++kept;
-        }
-        prev_comm = id;
-      }
-      op_of[i] = id;
-      local[n.id] = id;
-    }
-    for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
-      for (std::int64_t d : fn.nodes[i].deps) {
-        auto it = local.find(d);
-        if (it == local.end()) ++missing_deps;
-        else rb.add_dep(op_of[i], it->second);
-      }
-    }
-    if (missing_deps > 0) t.warnings.push_back(fmt::format("{}: {} dependencies on nodes not in the file ignored", fn.path, missing_deps));
-    if (kept > 0) {
-      t.warnings.push_back(fmt::format("{}: {} communication node(s) without a modelled comm_type/comm_size (or peer) keep their "
-                                       "traced runtime",
-                                       fn.path, kept));
-    }
-    if (no_runtime > 0) t.warnings.push_back(fmt::format("{}: {} node(s) without \"runtime\" take 0 s", fn.path, no_runtime));
-  }
+  for (auto& fn : all) build_rank(fn, world, world_ranks, builder.rank(fn.rank), t.warnings);
   // Send/recv pairs need both ends: a send whose traced peer lacks the matching recv would hang.
   t.graph = builder.finish(t.traced_start_s, t.warnings);
   t.traced_start_s.clear();  // the JSON form has no timestamps
   std::vector<std::string> ranks;
+  ranks.reserve(all.size());
   for (const auto& fn : all) ranks.push_back(std::to_string(fn.rank));
   t.source = fmt::format("{} Chakra file{} (rank {})", all.size(), all.size() == 1 ? "" : "s", fmt::join(ranks, ", "));
   t.warnings.push_back("Chakra JSON has no timestamps: the traced time is the graph scheduled with the traced runtimes");
