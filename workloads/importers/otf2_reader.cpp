@@ -478,46 +478,11 @@ std::string resolve_anchor(const std::string& path) {
 
 }  // namespace
 
-std::string to_string(Otf2EventKind k) {
-  switch (k) {
-    case Otf2EventKind::enter: return "enter";
-    case Otf2EventKind::leave: return "leave";
-    case Otf2EventKind::send: return "mpi_send";
-    case Otf2EventKind::recv: return "mpi_recv";
-    case Otf2EventKind::isend: return "mpi_isend";
-    case Otf2EventKind::irecv: return "mpi_irecv";
-    case Otf2EventKind::collective_begin: return "mpi_collective_begin";
-    case Otf2EventKind::collective_end: return "mpi_collective_end";
-    case Otf2EventKind::rma_put: return "rma_put";
-    case Otf2EventKind::rma_get: return "rma_get";
-  }
-  return "?";
-}
+namespace {
 
-const Otf2LocationDef* Otf2Archive::location(std::uint64_t id) const {
-  for (const auto& l : locations) {
-    if (l.id == id) return &l;
-  }
-  return nullptr;
-}
-
-Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
-  Otf2Archive out;
-  out.anchor = resolve_anchor(path);
-  check_anchor_properties(out.anchor);
-  ReadState s;
-  s.out = &out;
-  s.max_events = max_events;
-  Reader reader(out.anchor);
-  OTF2_Reader* r = reader.get();
-  reader.check(OTF2_Reader_SetSerialCollectiveCallbacks(r), "setting up a serial reader", s);
-  char* creator = nullptr;
-  if (OTF2_Reader_GetCreator(r, &creator) == OTF2_SUCCESS && creator != nullptr) {
-    out.creator = creator;
-    std::free(creator);
-  }
-
-  // Global definitions.
+// The global definitions: clock, strings, system tree, location groups and locations, regions,
+// groups, communicators, attributes.
+void read_global_definitions(Reader& reader, OTF2_Reader* r, ReadState& s, Otf2Archive& out) {
   OTF2_GlobalDefReader* gdr = OTF2_Reader_GetGlobalDefReader(r);
   if (gdr == nullptr) reader.fail("opening the global definitions", OTF2_ERROR_FILE_CAN_NOT_OPEN);
   {
@@ -542,8 +507,10 @@ Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
                                  out.anchor));
   }
   if (out.locations.empty()) throw InputError(fmt::format("{}: the archive defines no locations", out.anchor));
+}
 
-  // Names of groups and nodes, and the communicators' member locations.
+// Names of groups and nodes, and the communicators' member locations.
+void resolve_groups(ReadState& s, Otf2Archive& out) {
   for (auto& l : out.locations) {
     auto it = s.location_groups.find(l.group);
     if (it == s.location_groups.end()) {
@@ -586,8 +553,10 @@ Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
     }
     out.comms[id] = std::move(def);
   }
+}
 
-  // Local definitions (Score-P's per-location id mappings) and events of every location.
+// Local definitions (Score-P's per-location id mappings) of every location, and its event reader.
+void read_local_definitions(Reader& reader, OTF2_Reader* r, ReadState& s, const Otf2Archive& out) {
   for (const auto& l : out.locations) {
     reader.check(OTF2_Reader_SelectLocation(r, l.id), "selecting a location", s);
   }
@@ -605,7 +574,10 @@ Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
     if (OTF2_Reader_GetEvtReader(r, l.id) == nullptr) reader.fail("opening a location's events", OTF2_ERROR_FILE_CAN_NOT_OPEN);
   }
   if (def_files) reader.check(OTF2_Reader_CloseDefFiles(r), "closing the local definition files", s);
+}
 
+// Every location's events, merged in time order.
+void read_events(Reader& reader, OTF2_Reader* r, ReadState& s) {
   OTF2_GlobalEvtReader* ger = OTF2_Reader_GetGlobalEvtReader(r);
   if (ger == nullptr) reader.fail("opening the events", OTF2_ERROR_FILE_CAN_NOT_OPEN);
   {
@@ -636,7 +608,52 @@ Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
   reader.check(OTF2_Reader_ReadAllGlobalEvents(r, ger, &n_events), "reading the events", s);
   reader.check(OTF2_Reader_CloseGlobalEvtReader(r, ger), "closing the events", s);
   reader.check(OTF2_Reader_CloseEvtFiles(r), "closing the event files", s);
+}
 
+}  // namespace
+
+std::string to_string(Otf2EventKind k) {
+  switch (k) {
+    case Otf2EventKind::enter: return "enter";
+    case Otf2EventKind::leave: return "leave";
+    case Otf2EventKind::send: return "mpi_send";
+    case Otf2EventKind::recv: return "mpi_recv";
+    case Otf2EventKind::isend: return "mpi_isend";
+    case Otf2EventKind::irecv: return "mpi_irecv";
+    case Otf2EventKind::collective_begin: return "mpi_collective_begin";
+    case Otf2EventKind::collective_end: return "mpi_collective_end";
+    case Otf2EventKind::rma_put: return "rma_put";
+    case Otf2EventKind::rma_get: return "rma_get";
+  }
+  return "?";
+}
+
+const Otf2LocationDef* Otf2Archive::location(std::uint64_t id) const {
+  for (const auto& l : locations) {
+    if (l.id == id) return &l;
+  }
+  return nullptr;
+}
+
+Otf2Archive read_otf2_archive(const std::string& path, long long max_events) {
+  Otf2Archive out;
+  out.anchor = resolve_anchor(path);
+  check_anchor_properties(out.anchor);
+  ReadState s;
+  s.out = &out;
+  s.max_events = max_events;
+  Reader reader(out.anchor);
+  OTF2_Reader* r = reader.get();
+  reader.check(OTF2_Reader_SetSerialCollectiveCallbacks(r), "setting up a serial reader", s);
+  char* creator = nullptr;
+  if (OTF2_Reader_GetCreator(r, &creator) == OTF2_SUCCESS && creator != nullptr) {
+    out.creator = creator;
+    std::free(creator);
+  }
+  read_global_definitions(reader, r, s, out);
+  resolve_groups(s, out);
+  read_local_definitions(reader, r, s, out);
+  read_events(reader, r, s);
   for (const auto& [kind, count] : out.ignored) {
     out.warnings.push_back(fmt::format("ignored {} {} event{}", count, kind, count == 1 ? "" : "s"));
   }
