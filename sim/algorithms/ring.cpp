@@ -265,6 +265,97 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
   return out;
 }
 
+namespace {
+
+// Edge level: one flow per edge carrying every step's bytes, started at 0 with every other edge
+// flow so that SimGrid shares the links among all of them, plus a latency after the bytes that
+// makes the channel end where its steps' pipeline ends (ring_pipeline above). A node crossing
+// the router relays through another GPU (PXN on rails) goes as its two legs side by side, as
+// alltoall's relayed pairs do (p2p.cpp): the NVLink leg is then the same flow as the other
+// channels' flows on that edge inside the node, and they fold into one SimGrid comm (Simulator),
+// where the whole relayed route would share their links without being one of them (4096 GPUs on
+// rails: 32 768 comms instead of 8 192).
+void ring_edge_flows(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec,
+                     const std::vector<int>& ring, double block, int steps, double a_extra) {
+  const int n = static_cast<int>(ring.size());
+  std::array<Flow, 2> legs;
+  for (int i = 0; i < n; ++i) {
+    Flow f;
+    f.src = ring[static_cast<std::size_t>(i)];
+    f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
+    f.bytes = block * steps;
+    f.add_route_latency = false;
+    f.extra_latency_s = a_extra;
+    f.group = spec.group;
+    const int count = relay_legs(f, route_relay(topo, f.src, f.dst), legs);
+    for (int l = 0; l < count; ++l) graph.add_flow(legs[static_cast<std::size_t>(l)]);
+  }
+}
+
+// Step level: flow (i, s) = edge i, step s: all K chunks of the step, carrying its edge's latency
+// scaled for the K chunk loops (step_latency_scales; the Simulator adds one route latency).
+void ring_step_flows(FlowGraph& graph, const CollectiveSpec& spec, const std::vector<int>& ring, double block,
+                     int steps, double scale, RouteInfo& routes) {
+  const int n = static_cast<int>(ring.size());
+  const int base = graph.size();
+  auto id = [&](int i, int s) { return base + i * steps + s; };
+  for (int i = 0; i < n; ++i) {
+    for (int s = 0; s < steps; ++s) {
+      Flow f;
+      f.src = ring[static_cast<std::size_t>(i)];
+      f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
+      f.bytes = block;
+      f.extra_latency_s = scale * spec.step_overhead_s + (scale - 1) * routes.latency(f.src, f.dst);
+      f.group = spec.group;
+      graph.add_flow(f);
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int prev = (i + n - 1) % n;
+    for (int s = 1; s < steps; ++s) {
+      graph.add_dependency(id(i, s - 1), id(i, s), Dep::sent);  // one step at a time per edge
+      graph.add_dependency(id(prev, s - 1), id(i, s));          // the block arrived from the predecessor
+    }
+  }
+}
+
+// Chunk level: flow (i, k, s) = edge i, chunk loop k, step s. NCCL loops over chunks outside and
+// steps inside, so an edge sends (k, 0..steps-1) then (k+1, 0..).
+void ring_chunk_flows(FlowGraph& graph, const CollectiveSpec& spec, const std::vector<int>& ring,
+                      double chunk, int K, int steps) {
+  const int n = static_cast<int>(ring.size());
+  const int base = graph.size();
+  auto id = [&](int i, int k, int s) { return base + (i * K + k) * steps + s; };
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < K; ++k) {
+      for (int s = 0; s < steps; ++s) {
+        Flow f;
+        f.src = ring[static_cast<std::size_t>(i)];
+        f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
+        f.bytes = chunk;
+        f.extra_latency_s = spec.step_overhead_s;
+        f.group = spec.group;
+        graph.add_flow(f);
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int prev = (i + n - 1) % n;
+    for (int k = 0; k < K; ++k) {
+      for (int s = 0; s < steps; ++s) {
+        if (s > 0) {
+          graph.add_dependency(id(i, k, s - 1), id(i, k, s), Dep::sent);
+          graph.add_dependency(id(prev, k, s - 1), id(i, k, s));
+        } else if (k > 0) {
+          graph.add_dependency(id(i, k - 1, steps - 1), id(i, k, 0), Dep::sent);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void add_ring(FlowGraph& graph, const topologies::Topology& topo, const CollectiveSpec& spec, Fidelity level,
               int chunks) {
   const int n = static_cast<int>(spec.ranks.size());
@@ -274,7 +365,6 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
   // Bytes of one chunk of one step on one channel.
   const double block = spec.bytes / (static_cast<double>(n) * spec.channels);
   const double chunk = block / K;
-  const double ovh = spec.step_overhead_s;
   RouteInfo routes(topo);
   // The edge flows' latency: the steps' pipeline end minus the bytes' time with every flow on the
   // bottleneck link active, which SimGrid's sharing of the edge flows gives.
@@ -286,93 +376,14 @@ void add_ring(FlowGraph& graph, const topologies::Topology& topo, const Collecti
     for (std::size_t c = 0; c < pipe.end.size(); ++c)
       edge_latency.push_back(std::max(0.0, pipe.end[c] - static_cast<double>(steps) * pipe.max_t[c]));
   }
-
   for (int c = 0; c < spec.channels; ++c) {
     const std::vector<int> ring = channel_ring(topo, spec.ranks, c);
-    auto src = [&](int i) { return ring[static_cast<std::size_t>(i)]; };
-    auto dst = [&](int i) { return ring[static_cast<std::size_t>((i + 1) % n)]; };
-    const int base = graph.size();
-
-    if (level == Fidelity::edge) {
-      // One flow per edge carrying every step's bytes, started at 0 with every other edge flow so
-      // that SimGrid shares the links among all of them, plus a latency after the bytes that makes
-      // the channel end where its steps' pipeline ends (ring_pipeline above).
-      // A node crossing the router relays through another GPU (PXN on rails) goes as its two legs
-      // side by side, as alltoall's relayed pairs do (p2p.cpp): the NVLink leg is then the same
-      // flow as the other channels' flows on that edge inside the node, and they fold into one
-      // SimGrid comm (Simulator), where the whole relayed route would share their links without
-      // being one of them (4096 GPUs on rails: 32 768 comms instead of 8 192).
-      const double a_extra = edge_latency[static_cast<std::size_t>(c)];
-      std::array<Flow, 2> legs;
-      for (int i = 0; i < n; ++i) {
-        Flow f;
-        f.src = src(i);
-        f.dst = dst(i);
-        f.bytes = block * steps;
-        f.add_route_latency = false;
-        f.extra_latency_s = a_extra;
-        f.group = spec.group;
-        const int count = relay_legs(f, route_relay(topo, f.src, f.dst), legs);
-        for (int l = 0; l < count; ++l) graph.add_flow(legs[static_cast<std::size_t>(l)]);
-      }
-      continue;
-    }
-
-    if (level == Fidelity::step) {
-      // Flow (i, s) = edge i, step s: all K chunks of the step, carrying its edge's latency scaled
-      // for the K chunk loops (step_latency_scales; the Simulator adds one route latency).
-      const double scale = step_scales[static_cast<std::size_t>(c)];
-      auto id = [&](int i, int s) { return base + i * steps + s; };
-      for (int i = 0; i < n; ++i) {
-        for (int s = 0; s < steps; ++s) {
-          Flow f;
-          f.src = src(i);
-          f.dst = dst(i);
-          f.bytes = block;
-          f.extra_latency_s = scale * ovh + (scale - 1) * routes.latency(f.src, f.dst);
-          f.group = spec.group;
-          graph.add_flow(f);
-        }
-      }
-      for (int i = 0; i < n; ++i) {
-        const int prev = (i + n - 1) % n;
-        for (int s = 1; s < steps; ++s) {
-          graph.add_dependency(id(i, s - 1), id(i, s), Dep::sent);  // one step at a time per edge
-          graph.add_dependency(id(prev, s - 1), id(i, s));          // the block arrived from the predecessor
-        }
-      }
-      continue;
-    }
-
-    // Chunk level. Flow (i, k, s) = edge i, chunk loop k, step s. NCCL loops over chunks outside
-    // and steps inside, so an edge sends (k, 0..steps-1) then (k+1, 0..).
-    auto id = [&](int i, int k, int s) { return base + (i * K + k) * steps + s; };
-    for (int i = 0; i < n; ++i) {
-      for (int k = 0; k < K; ++k) {
-        for (int s = 0; s < steps; ++s) {
-          Flow f;
-          f.src = src(i);
-          f.dst = dst(i);
-          f.bytes = chunk;
-          f.extra_latency_s = ovh;
-          f.group = spec.group;
-          graph.add_flow(f);
-        }
-      }
-    }
-    for (int i = 0; i < n; ++i) {
-      const int prev = (i + n - 1) % n;
-      for (int k = 0; k < K; ++k) {
-        for (int s = 0; s < steps; ++s) {
-          if (s > 0) {
-            graph.add_dependency(id(i, k, s - 1), id(i, k, s), Dep::sent);
-            graph.add_dependency(id(prev, k, s - 1), id(i, k, s));
-          } else if (k > 0) {
-            graph.add_dependency(id(i, k - 1, steps - 1), id(i, k, 0), Dep::sent);
-          }
-        }
-      }
-    }
+    if (level == Fidelity::edge)
+      ring_edge_flows(graph, topo, spec, ring, block, steps, edge_latency[static_cast<std::size_t>(c)]);
+    else if (level == Fidelity::step)
+      ring_step_flows(graph, spec, ring, block, steps, step_scales[static_cast<std::size_t>(c)], routes);
+    else
+      ring_chunk_flows(graph, spec, ring, chunk, K, steps);
   }
 }
 
