@@ -42,6 +42,96 @@ ModelSpec pad_vocab_for_tp(ModelSpec model, int tp) {
   return model;
 }
 
+namespace {
+
+// One configuration (a copy: validate() completes it): refused by a rule, too large for the
+// GPU's memory, or kept.
+void consider(Enumeration& out, const ModelSpec& m, ParallelConfig par, int gpus,
+              double memory_capacity_bytes, std::vector<Rejected>* rejected) {
+  ++out.enumerated;
+  try {
+    workloads::validate(m, par, gpus, "plan");
+  } catch (const InputError& e) {
+    ++out.infeasible_rule;
+    ++out.rule_counts[rule_of(e.what())];
+    if (rejected) rejected->push_back({par, std::string("rule: ") + e.what()});
+    return;
+  }
+  Candidate c{par, m, workloads::estimate_memory(m, par), 0};
+  c.memory_bytes = c.memory.worst().total();
+  if (!out.smallest_memory || c.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = c;
+  if (c.memory_bytes > memory_capacity_bytes) {
+    ++out.infeasible_memory;
+    if (rejected) rejected->push_back({c.par, "memory"});
+    return;
+  }
+  out.fits.push_back(std::move(c));
+}
+
+// Every configuration of one (tp, cp, pp) split: virtual stages, EP, ZeRO, micro-batch, SP and
+// recomputation.
+void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& space, int gpus,
+                     std::int64_t seq, int tp, int cp, int pp, double memory_capacity_bytes,
+                     std::vector<Rejected>* rejected) {
+  const int dp = gpus / tp / cp / pp;
+  std::vector<int> vss = {1};
+  if (pp > 1) {
+    for (std::int64_t v = 2; v <= space.max_vs; ++v) {
+      if (m.layers % (pp * v) == 0) vss.push_back(static_cast<int>(v));
+    }
+  }
+  std::vector<int> eps = {1};
+  if (m.moe) {
+    eps.clear();
+    for (std::int64_t e : divisors(m.moe->experts)) {
+      if ((std::int64_t{dp} * cp) % e == 0) eps.push_back(static_cast<int>(e));
+    }
+  }
+  const std::vector<int> zeros = dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
+  std::vector<std::int64_t> mbs = {1};  // a batch DP does not divide: validate() says so once
+  if (space.global_batch % dp == 0) {
+    mbs.clear();
+    for (std::int64_t b : divisors(space.global_batch / dp)) {
+      if (b <= space.max_micro_batch) mbs.push_back(b);
+    }
+  }
+  const std::vector<bool> sps = tp > 1 ? space.sequence_parallel : std::vector<bool>{false};
+  ParallelConfig par;
+  par.tp = tp;
+  par.cp = cp;
+  par.pp = pp;
+  par.dp = dp;
+  par.global_batch = space.global_batch;
+  par.seq = seq;
+  par.precision = space.precision;
+  par.attention = space.attention;
+  par.tp_backward_overlap = space.tp_backward_overlap;
+  par.overlap_grad_reduce = space.overlap_grad_reduce;
+  for (int vs : or_default(space.vs, vss)) {
+    par.virtual_stages = vs;
+    par.schedule =
+        vs > 1 ? workloads::PipelineSchedule::interleaved : workloads::PipelineSchedule::one_f_one_b;
+    for (int ep : or_default(space.ep, eps)) {
+      par.ep = ep;
+      for (int zero : or_default(space.zero, zeros)) {
+        par.zero = zero;
+        for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
+          par.micro_batch = mb;
+          for (bool sp : sps) {
+            par.sequence_parallel = sp;
+            for (workloads::Recompute rc : space.recompute) {
+              par.recompute = rc;
+              consider(out, m, par, gpus, memory_capacity_bytes, rejected);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_node, const SearchSpace& space,
                                  double memory_capacity_bytes, std::vector<Rejected>* rejected) {
   Enumeration out;
@@ -69,78 +159,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_
       }
       for (int pp : or_default(space.pp, pps)) {
         if (pp < 1 || (gpus / tp / cp) % pp != 0) continue;
-        const int dp = gpus / tp / cp / pp;
-        std::vector<int> vss = {1};
-        if (pp > 1) {
-          for (std::int64_t v = 2; v <= space.max_vs; ++v) {
-            if (m.layers % (pp * v) == 0) vss.push_back(static_cast<int>(v));
-          }
-        }
-        std::vector<int> eps = {1};
-        if (m.moe) {
-          eps.clear();
-          for (std::int64_t e : divisors(m.moe->experts)) {
-            if ((std::int64_t{dp} * cp) % e == 0) eps.push_back(static_cast<int>(e));
-          }
-        }
-        const std::vector<int> zeros = dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
-        std::vector<std::int64_t> mbs = {1};  // a batch DP does not divide: validate() says so once
-        if (space.global_batch % dp == 0) {
-          mbs.clear();
-          for (std::int64_t b : divisors(space.global_batch / dp)) {
-            if (b <= space.max_micro_batch) mbs.push_back(b);
-          }
-        }
-        const std::vector<bool> sps = tp > 1 ? space.sequence_parallel : std::vector<bool>{false};
-        for (int vs : or_default(space.vs, vss)) {
-          for (int ep : or_default(space.ep, eps)) {
-            for (int zero : or_default(space.zero, zeros)) {
-              for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
-                for (bool sp : sps) {
-                  for (workloads::Recompute rc : space.recompute) {
-                    ++out.enumerated;
-                    ParallelConfig par;
-                    par.tp = tp;
-                    par.cp = cp;
-                    par.pp = pp;
-                    par.dp = dp;
-                    par.ep = ep;
-                    par.virtual_stages = vs;
-                    par.schedule = vs > 1 ? workloads::PipelineSchedule::interleaved
-                                          : workloads::PipelineSchedule::one_f_one_b;
-                    par.zero = zero;
-                    par.micro_batch = mb;
-                    par.global_batch = space.global_batch;
-                    par.seq = seq;
-                    par.sequence_parallel = sp;
-                    par.recompute = rc;
-                    par.precision = space.precision;
-                    par.attention = space.attention;
-                    par.tp_backward_overlap = space.tp_backward_overlap;
-                    par.overlap_grad_reduce = space.overlap_grad_reduce;
-                    try {
-                      workloads::validate(m, par, gpus, "plan");
-                    } catch (const InputError& e) {
-                      ++out.infeasible_rule;
-                      ++out.rule_counts[rule_of(e.what())];
-                      if (rejected) rejected->push_back({par, std::string("rule: ") + e.what()});
-                      continue;
-                    }
-                    Candidate c{par, m, workloads::estimate_memory(m, par), 0};
-                    c.memory_bytes = c.memory.worst().total();
-                    if (!out.smallest_memory || c.memory_bytes < out.smallest_memory->memory_bytes) out.smallest_memory = c;
-                    if (c.memory_bytes > memory_capacity_bytes) {
-                      ++out.infeasible_memory;
-                      if (rejected) rejected->push_back({c.par, "memory"});
-                      continue;
-                    }
-                    out.fits.push_back(std::move(c));
-                  }
-                }
-              }
-            }
-          }
-        }
+        enumerate_split(out, m, space, gpus, seq, tp, cp, pp, memory_capacity_bytes, rejected);
       }
     }
   }
