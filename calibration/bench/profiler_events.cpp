@@ -140,10 +140,17 @@ std::vector<RecordedEvent> parse_event_stream(std::string_view text, const std::
   return out;
 }
 
-Aggregate aggregate(const std::vector<RecordedEvent>& events) {
-  Aggregate agg;
+namespace {
+
+// The events as a tree of nodes by id, and the Coll / P2p roots in start order.
+struct EventTree {
   std::map<std::uint64_t, Node> nodes;
-  std::vector<std::uint64_t> roots;  // Coll / P2p ids in start order
+  std::vector<std::uint64_t> roots;
+};
+
+EventTree event_tree(const std::vector<RecordedEvent>& events, Aggregate& agg) {
+  EventTree tree;
+  auto& nodes = tree.nodes;
   for (const auto& e : events) {
     switch (e.kind) {
       case RecordedEvent::Kind::start: {
@@ -157,7 +164,7 @@ Aggregate aggregate(const std::vector<RecordedEvent>& events) {
           auto p = nodes.find(e.parent);
           if (p != nodes.end()) p->second.children.push_back(e.id);
         }
-        if (e.type == kColl || e.type == kP2p) roots.push_back(e.id);
+        if (e.type == kColl || e.type == kP2p) tree.roots.push_back(e.id);
         break;
       }
       case RecordedEvent::Kind::stop: {
@@ -183,65 +190,82 @@ Aggregate aggregate(const std::vector<RecordedEvent>& events) {
   }
   for (const auto& [id, n] : nodes)
     if (!n.stop_us) ++agg.open_events;
+  return tree;
+}
 
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  for (std::uint64_t root : roots) {
-    const Node& c = nodes.at(root);
-    CollectiveTimes t;
-    t.id = root;
-    t.seq = c.start.seq;
-    t.func = c.start.func;
-    t.algo = c.start.algo;
-    t.proto = c.start.proto;
-    t.n_channels = c.start.n_channels;
-    t.count = c.start.count;
-    t.start_us = c.start.t_us;
-    t.enqueue_us = c.stop_us ? *c.stop_us - c.start.t_us : 0;
-    double end = c.stop_us.value_or(c.start.t_us);
-    double k_first = kInf, k_last = -kInf, p_first = kInf, p_last = -kInf;
-    std::map<int, double> channel_us;
-    // Depth-first over descendants (Coll -> ProxyOp -> ProxyStep -> NetPlugin, Coll -> KernelCh).
-    std::vector<std::uint64_t> stack(c.children.begin(), c.children.end());
-    while (!stack.empty()) {
-      const std::uint64_t id = stack.back();
-      stack.pop_back();
-      const Node& n = nodes.at(id);
-      stack.insert(stack.end(), n.children.begin(), n.children.end());
-      if (!n.stop_us) continue;  // unfinished: no duration to attribute
-      const double s = n.start.t_us, e = *n.stop_us;
-      end = std::max(end, e);
-      if (n.start.type == kKernelCh) {
-        k_first = std::min(k_first, s);
-        k_last = std::max(k_last, e);
-        const double d = (n.start.ptimer && n.stop_ptimer > n.start.ptimer)
-                             ? static_cast<double>(n.stop_ptimer - n.start.ptimer) / 1000.0
-                             : e - s;
-        channel_us[std::max(n.start.channel, 0)] += d;
-      } else if (n.start.type == kProxyOp) {
-        p_first = std::min(p_first, s);
-        p_last = std::max(p_last, e);
-      } else if (n.start.type == kProxyStep) {
-        ++t.proxy_steps;
-        // A state lasts until the next state of the same step, or its stop.
-        for (std::size_t i = 0; i < n.states.size(); ++i) {
-          const RecordedEvent& st = *n.states[i];
-          t.net_bytes += st.trans_size;
-          if (!is_wait(st.state)) continue;
-          const double until = i + 1 < n.states.size() ? n.states[i + 1]->t_us : e;
-          const double d = std::max(0.0, until - st.t_us);
-          if (st.state == kProxyStepSendWait || st.state == kProxyStepRecvWait) t.net_wait_us += d;
-          else if (st.state == kProxyStepSendPeerWait) t.peer_wait_us += d;
-          else t.gpu_wait_us += d;
-        }
-      }
-    }
-    if (k_last >= k_first) t.kernel_us = k_last - k_first;
-    if (p_last >= p_first) t.proxy_us = p_last - p_first;
-    for (const auto& [ch, us] : channel_us) t.channels.push_back({ch, us});
-    t.end_us = end;
-    t.total_us = end - t.start_us;
-    agg.collectives.push_back(std::move(t));
+// A proxy step's bytes and waits: a state lasts until the next state of the same step, or its stop.
+void add_proxy_step(const Node& n, double stop_us, CollectiveTimes& t) {
+  ++t.proxy_steps;
+  for (std::size_t i = 0; i < n.states.size(); ++i) {
+    const RecordedEvent& st = *n.states[i];
+    t.net_bytes += st.trans_size;
+    if (!is_wait(st.state)) continue;
+    const double until = i + 1 < n.states.size() ? n.states[i + 1]->t_us : stop_us;
+    const double d = std::max(0.0, until - st.t_us);
+    if (st.state == kProxyStepSendWait || st.state == kProxyStepRecvWait)
+      t.net_wait_us += d;
+    else if (st.state == kProxyStepSendPeerWait)
+      t.peer_wait_us += d;
+    else
+      t.gpu_wait_us += d;
   }
+}
+
+// One collective (or P2P) call: its descendants' kernel, proxy and network times.
+CollectiveTimes collective_times(const std::map<std::uint64_t, Node>& nodes, std::uint64_t root) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const Node& c = nodes.at(root);
+  CollectiveTimes t;
+  t.id = root;
+  t.seq = c.start.seq;
+  t.func = c.start.func;
+  t.algo = c.start.algo;
+  t.proto = c.start.proto;
+  t.n_channels = c.start.n_channels;
+  t.count = c.start.count;
+  t.start_us = c.start.t_us;
+  t.enqueue_us = c.stop_us ? *c.stop_us - c.start.t_us : 0;
+  double end = c.stop_us.value_or(c.start.t_us);
+  double k_first = kInf, k_last = -kInf, p_first = kInf, p_last = -kInf;
+  std::map<int, double> channel_us;
+  // Depth-first over descendants (Coll -> ProxyOp -> ProxyStep -> NetPlugin, Coll -> KernelCh).
+  std::vector<std::uint64_t> stack(c.children.begin(), c.children.end());
+  while (!stack.empty()) {
+    const std::uint64_t id = stack.back();
+    stack.pop_back();
+    const Node& n = nodes.at(id);
+    stack.insert(stack.end(), n.children.begin(), n.children.end());
+    if (!n.stop_us) continue;  // unfinished: no duration to attribute
+    const double s = n.start.t_us, e = *n.stop_us;
+    end = std::max(end, e);
+    if (n.start.type == kKernelCh) {
+      k_first = std::min(k_first, s);
+      k_last = std::max(k_last, e);
+      const double d = (n.start.ptimer && n.stop_ptimer > n.start.ptimer)
+                           ? static_cast<double>(n.stop_ptimer - n.start.ptimer) / 1000.0
+                           : e - s;
+      channel_us[std::max(n.start.channel, 0)] += d;
+    } else if (n.start.type == kProxyOp) {
+      p_first = std::min(p_first, s);
+      p_last = std::max(p_last, e);
+    } else if (n.start.type == kProxyStep) {
+      add_proxy_step(n, e, t);
+    }
+  }
+  if (k_last >= k_first) t.kernel_us = k_last - k_first;
+  if (p_last >= p_first) t.proxy_us = p_last - p_first;
+  for (const auto& [ch, us] : channel_us) t.channels.push_back({ch, us});
+  t.end_us = end;
+  t.total_us = end - t.start_us;
+  return t;
+}
+
+}  // namespace
+
+Aggregate aggregate(const std::vector<RecordedEvent>& events) {
+  Aggregate agg;
+  const EventTree tree = event_tree(events, agg);
+  for (std::uint64_t root : tree.roots) agg.collectives.push_back(collective_times(tree.nodes, root));
   return agg;
 }
 
