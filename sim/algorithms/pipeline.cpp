@@ -226,7 +226,7 @@ std::vector<std::vector<double>> PipelineRun::run() {
       start_block(id, now);
     }
   }
-  return end_;
+  return std::move(end_);  // run() is called once per PipelineRun
 }
 
 std::vector<std::vector<double>> run_pipeline(const PipeHops& ph, PipeShape shape, int count, int mark = 0,

@@ -267,6 +267,18 @@ RingPipeline ring_pipeline(const topologies::Topology& topo, const CollectiveSpe
 
 namespace {
 
+// The flow of ring edge i (ring[i] -> ring[i+1]) carrying `bytes`, with `extra_latency_s` after them.
+Flow ring_edge_flow(const CollectiveSpec& spec, const std::vector<int>& ring, int i, double bytes,
+                    double extra_latency_s) {
+  Flow f;
+  f.src = ring[static_cast<std::size_t>(i)];
+  f.dst = ring[(static_cast<std::size_t>(i) + 1) % ring.size()];
+  f.bytes = bytes;
+  f.extra_latency_s = extra_latency_s;
+  f.group = spec.group;
+  return f;
+}
+
 // Edge level: one flow per edge carrying every step's bytes, started at 0 with every other edge
 // flow so that SimGrid shares the links among all of them, plus a latency after the bytes that
 // makes the channel end where its steps' pipeline ends (ring_pipeline above). A node crossing
@@ -280,13 +292,8 @@ void ring_edge_flows(FlowGraph& graph, const topologies::Topology& topo, const C
   const int n = static_cast<int>(ring.size());
   std::array<Flow, 2> legs;
   for (int i = 0; i < n; ++i) {
-    Flow f;
-    f.src = ring[static_cast<std::size_t>(i)];
-    f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
-    f.bytes = block * steps;
+    Flow f = ring_edge_flow(spec, ring, i, block * steps, a_extra);
     f.add_route_latency = false;
-    f.extra_latency_s = a_extra;
-    f.group = spec.group;
     const int count = relay_legs(f, route_relay(topo, f.src, f.dst), legs);
     for (int l = 0; l < count; ++l) graph.add_flow(legs[static_cast<std::size_t>(l)]);
   }
@@ -301,12 +308,8 @@ void ring_step_flows(FlowGraph& graph, const CollectiveSpec& spec, const std::ve
   auto id = [&](int i, int s) { return base + i * steps + s; };
   for (int i = 0; i < n; ++i) {
     for (int s = 0; s < steps; ++s) {
-      Flow f;
-      f.src = ring[static_cast<std::size_t>(i)];
-      f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
-      f.bytes = block;
+      Flow f = ring_edge_flow(spec, ring, i, block, 0);
       f.extra_latency_s = scale * spec.step_overhead_s + (scale - 1) * routes.latency(f.src, f.dst);
-      f.group = spec.group;
       graph.add_flow(f);
     }
   }
@@ -329,13 +332,7 @@ void ring_chunk_flows(FlowGraph& graph, const CollectiveSpec& spec, const std::v
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < K; ++k) {
       for (int s = 0; s < steps; ++s) {
-        Flow f;
-        f.src = ring[static_cast<std::size_t>(i)];
-        f.dst = ring[static_cast<std::size_t>((i + 1) % n)];
-        f.bytes = chunk;
-        f.extra_latency_s = spec.step_overhead_s;
-        f.group = spec.group;
-        graph.add_flow(f);
+        graph.add_flow(ring_edge_flow(spec, ring, i, chunk, spec.step_overhead_s));
       }
     }
   }
