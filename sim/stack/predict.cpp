@@ -101,7 +101,7 @@ void latency_layers(const Predictor::Choice& choice, const detail::Steps& steps,
   // intra-domain steps cost less than the proxy's per-step network overhead (tuning.cc). The
   // overhead is the proxy's and comes on top of the NVLink hop: 2-node rings take ~1.26-1.3 us
   // per NVLink LL step (NDm A100 v4, Vultr B200 1 KiB points), overhead + hop 1.6, the larger
-  // of the two 1.0 (docs/stack-model.md, seventh landing).
+  // of the two 1.0 (docs/stack-model-history.md, seventh landing).
   if (!p2p && algo == Algo::ring && op != CollectiveOp::broadcast && op != CollectiveOp::reduce)
     intra_beyond_route_us = std::max(intra_beyond_route_us, select::ring_net_overhead_us(comm, env, proto));
   const double nvls_beyond_route_us = std::max(0.0, profile[Param::nvls_latency_us] - 2 * route_intra_us);
