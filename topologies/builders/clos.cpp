@@ -14,6 +14,15 @@
 namespace commstack::topologies::builders {
 namespace {
 
+// Row-major index i * n + j into a flat table, computed in size_t so that the product cannot
+// overflow int before the widening (clang-tidy bugprone-misplaced-widening-cast).
+std::size_t flat(std::size_t i, int n, int j) {
+  return i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j);
+}
+std::size_t flat(int i, int n, int j) {
+  return flat(static_cast<std::size_t>(i), n, j);
+}
+
 struct ClosShape {
   bool rail = true;
   int nics = 0;             // per node (= rails when rail-optimized)
@@ -53,22 +62,22 @@ public:
     const int ls = leaf_of(src_node, ks);
     const int ld = leaf_of(dst_node, kd);
     in_.append_gpu_to_nic(src, path, ks);
-    path.push_back(Hop{nic_leaf_[static_cast<std::size_t>(src_node * s_.nics + ks)], true});
+    path.push_back(Hop{nic_leaf_[flat(src_node, s_.nics, ks)], true});
     if (ls != ld) {
       // d = the destination's global down-port number (leaf-major); spine = d mod k, core = (d / k) mod k'.
       const long long d = static_cast<long long>(ld) * s_.down_ports + position(dst_node, kd);
       const int j = static_cast<int>(d % s_.spines_per_pod);
-      path.push_back(Hop{leaf_spine_[static_cast<std::size_t>(ls * s_.spines_per_pod + j)], true});
+      path.push_back(Hop{leaf_spine_[flat(ls, s_.spines_per_pod, j)], true});
       const int ps = pod_of_leaf(ls);
       const int pd = pod_of_leaf(ld);
       if (ps != pd) {
         const int c = static_cast<int>((d / s_.spines_per_pod) % s_.cores_per_group);
-        path.push_back(Hop{spine_core_[static_cast<std::size_t>((ps * s_.spines_per_pod + j) * s_.cores_per_group + c)], true});
-        path.push_back(Hop{spine_core_[static_cast<std::size_t>((pd * s_.spines_per_pod + j) * s_.cores_per_group + c)], false});
+        path.push_back(Hop{spine_core_[flat(flat(ps, s_.spines_per_pod, j), s_.cores_per_group, c)], true});
+        path.push_back(Hop{spine_core_[flat(flat(pd, s_.spines_per_pod, j), s_.cores_per_group, c)], false});
       }
-      path.push_back(Hop{leaf_spine_[static_cast<std::size_t>(ld * s_.spines_per_pod + j)], false});
+      path.push_back(Hop{leaf_spine_[flat(ld, s_.spines_per_pod, j)], false});
     }
-    path.push_back(Hop{nic_leaf_[static_cast<std::size_t>(dst_node * s_.nics + kd)], false});
+    path.push_back(Hop{nic_leaf_[flat(dst_node, s_.nics, kd)], false});
     in_.append_nic_to_gpu(dst, path);
     return path;
   }
@@ -181,9 +190,9 @@ std::vector<int> add_leaves(Topology& topo, const BuildInputs& in, const ClosSha
     for (int k = 0; k < s.nics; ++k) {
       const int leaf = s.rail ? (n / s.nodes_per_unit) * s.leaves_per_unit + k : n / s.nodes_per_unit;
       const auto& nic = in.nics[static_cast<std::size_t>(k)];
-      nic_leaf.push_back(topo.add_link(intra.nic_vertex[static_cast<std::size_t>(n * s.nics + k)],
-                                       leaf_v[static_cast<std::size_t>(leaf)], nic.bandwidth_Bps, nic.latency_s,
-                                       LinkKind::network));
+      nic_leaf.push_back(topo.add_link(intra.nic_vertex[flat(n, s.nics, k)],
+                                       leaf_v[static_cast<std::size_t>(leaf)], nic.bandwidth_Bps,
+                                       nic.latency_s, LinkKind::network));
     }
   }
   return leaf_v;
@@ -204,9 +213,9 @@ std::vector<int> add_spines(Topology& topo, const BuildInputs& in, const ClosSha
   for (int l = 0; l < s.leaves; ++l) {
     const int p = (l / s.leaves_per_unit) / s.units_per_pod;
     for (int j = 0; j < s.spines_per_pod; ++j) {
-      leaf_spine[static_cast<std::size_t>(l * s.spines_per_pod + j)] = topo.add_link(
-          leaf_v[static_cast<std::size_t>(l)], spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
-          leaf_up_bw / s.spines_per_pod, in.spec.fabric.link_latency_s, LinkKind::network);
+      leaf_spine[flat(l, s.spines_per_pod, j)] =
+          topo.add_link(leaf_v[static_cast<std::size_t>(l)], spine_v[flat(p, s.spines_per_pod, j)],
+                        leaf_up_bw / s.spines_per_pod, in.spec.fabric.link_latency_s, LinkKind::network);
     }
   }
   return spine_v;
@@ -223,13 +232,13 @@ std::vector<int> add_cores(Topology& topo, const BuildInputs& in, const ClosShap
                                               j * s.cores_per_group + c, 3}));
     }
   }
-  std::vector<int> spine_core(static_cast<std::size_t>(s.pods) * s.spines_per_pod * s.cores_per_group);
+  std::vector<int> spine_core(static_cast<std::size_t>(s.pods) * static_cast<std::size_t>(s.spines_per_pod) *
+                              static_cast<std::size_t>(s.cores_per_group));
   for (int p = 0; p < s.pods; ++p) {
     for (int j = 0; j < s.spines_per_pod; ++j) {
       for (int c = 0; c < s.cores_per_group; ++c) {
-        spine_core[static_cast<std::size_t>((p * s.spines_per_pod + j) * s.cores_per_group + c)] =
-            topo.add_link(spine_v[static_cast<std::size_t>(p * s.spines_per_pod + j)],
-                          core_v[static_cast<std::size_t>(j * s.cores_per_group + c)],
+        spine_core[flat(flat(p, s.spines_per_pod, j), s.cores_per_group, c)] =
+            topo.add_link(spine_v[flat(p, s.spines_per_pod, j)], core_v[flat(j, s.cores_per_group, c)],
                           spine_up_bw / s.cores_per_group, in.spec.fabric.link_latency_s, LinkKind::network);
       }
     }
