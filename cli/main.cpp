@@ -41,9 +41,7 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"commstack: predict the communication time of LLM training on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "commstack 0.1.0");
@@ -69,4 +67,21 @@ int main(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // run() catches what the verbs throw; this catches what escapes around them (out of memory while
+  // setting up the command line, an error while printing one), so that no exception ends in
+  // std::terminate.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commstack: internal error: %s\n", e.what());
+    return 3;
+  } catch (...) {
+    std::fprintf(stderr, "commstack: internal error: an unknown exception\n");
+    return 3;
+  }
 }

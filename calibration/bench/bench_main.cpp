@@ -255,10 +255,8 @@ int run(ProcessGroup& pg, const Options& o, const LaunchEnv& env) {
 }
 
 }  // namespace
-}  // namespace commstack::bench
-
-int main(int argc, char** argv) {
-  using namespace commstack::bench;
+// The command line, the launch checks and the measurements; main() only guards it.
+int bench_main(int argc, char** argv) {
   Options o;
   CLI::App app{"commstack-bench: measure NCCL collectives, p2p, kernels and GEMM into one JSON report"};
   app.add_option("--preset", o.preset, "smoke, standard or full");
@@ -327,4 +325,20 @@ int main(int argc, char** argv) {
   // One rank failing alone would leave the others waiting in a collective: take them all down.
   if (code != 0 && pg.size() > 1) pg.abort(code);
   return code;
+}
+
+}  // namespace commstack::bench
+
+int main(int argc, char** argv) {
+  // bench_main catches what the measurements throw; this catches what escapes around them (the
+  // command line's setup, printing), so that no exception ends in std::terminate.
+  try {
+    return commstack::bench::bench_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commstack-bench: error: %s\n", e.what());
+    return 3;
+  } catch (...) {
+    std::fprintf(stderr, "commstack-bench: error: an unknown exception\n");
+    return 3;
+  }
 }

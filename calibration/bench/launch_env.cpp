@@ -17,10 +17,10 @@ namespace {
 std::optional<int> positive_int(const EnvGetter& g, const std::string& name, int min_value) {
   auto v = g(name);
   if (!v) return std::nullopt;
+  const std::string& text = *v;
   int out = 0;
-  const char* b = v->data();
-  const char* e = v->data() + v->size();
-  auto [p, ec] = std::from_chars(b, e, out);
+  const char* e = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), e, out);
   if (ec != std::errc() || p != e || out < min_value)
     throw InputError(fmt::format("environment variable {}='{}': expected an integer >= {}", name, *v, min_value));
   return out;

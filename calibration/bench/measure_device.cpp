@@ -18,6 +18,7 @@ namespace {
 Summary time_per_call(const Timing& t, const std::function<double(int)>& body) {
   if (t.warmup > 0) body(t.warmup);
   std::vector<double> per_call;
+  per_call.reserve(static_cast<std::size_t>(std::max(0, t.reps)));
   for (int r = 0; r < t.reps; ++r) per_call.push_back(body(t.iters) / t.iters);
   return summarize(per_call);
 }

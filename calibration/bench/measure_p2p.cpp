@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "calibration/bench/gpu_util.hpp"
@@ -98,6 +100,7 @@ std::vector<P2pSeries> memcpy_peer(Context& ctx, const std::vector<std::uint64_t
         };
         if (t.warmup > 0) calls(t.warmup);
         std::vector<double> per_call;
+        per_call.reserve(static_cast<std::size_t>(std::max(0, t.reps)));
         for (int r = 0; r < t.reps; ++r) per_call.push_back(calls(t.iters) / t.iters);
         P2pPoint p;
         p.bytes = bytes;

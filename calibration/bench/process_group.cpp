@@ -37,6 +37,7 @@ std::vector<std::string> ProcessGroup::allgather(const std::string& value) {
   std::vector<char> all(static_cast<std::size_t>(kLen) * static_cast<std::size_t>(size_));
   MPI_Allgather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, MPI_COMM_WORLD);
   std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) out.emplace_back(all.data() + static_cast<std::size_t>(r) * kLen);
   return out;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -39,7 +40,9 @@ public:
     if (!v.is_string()) fail(key, "a string");
     return v.get<std::string>();
   }
-  std::string str_or(const char* key, std::string fallback) const { return has(key) ? str(key) : fallback; }
+  std::string str_or(const char* key, std::string fallback) const {
+    return has(key) ? str(key) : std::move(fallback);
+  }
   double num(const char* key) const {
     const json& v = at(key);
     if (!v.is_number()) fail(key, "a number");

@@ -277,7 +277,9 @@ double modeled_call_us(Op op, std::uint64_t size_bytes, int nranks, const CostMo
 CostEstimate estimate_cost(const SweepPlan& plan, const CostModel& model) {
   CostEstimate e;
   const int n = nranks_of(plan.machine);
-  const auto calls_per_size = static_cast<std::uint64_t>(plan.preset.warmup + plan.preset.iters * plan.preset.reps);
+  const auto calls_per_size =
+      static_cast<std::uint64_t>(plan.preset.warmup) +
+      static_cast<std::uint64_t>(plan.preset.iters) * static_cast<std::uint64_t>(plan.preset.reps);
   for (const auto& c : plan.cases)
     for (std::uint64_t s : plan.sizes) {
       e.collective_s += static_cast<double>(calls_per_size) * modeled_call_us(c.op, s, n, model) * 1e-6;

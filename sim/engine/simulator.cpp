@@ -31,6 +31,15 @@ simgrid::s4u::Mailbox* receive_box(int gpu) {
   return simgrid::s4u::Mailbox::by_name("rx" + std::to_string(gpu));
 }
 
+// A flow travels as its comm's opaque data: id + 1, so that no flow's tag is null (a mailbox send
+// needs a non-null payload). The integer is never dereferenced; flow_id reads it back.
+void* flow_tag(int id) {
+  return reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);  // NOLINT(performance-no-int-to-ptr)
+}
+int flow_id(const void* tag) {
+  return static_cast<int>(reinterpret_cast<std::intptr_t>(tag) - 1);
+}
+
 // SimGrid 3.32 cannot start a second engine in a process, even after the first one is gone.
 std::atomic<bool> g_simulator_created{false};
 
@@ -150,7 +159,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
             start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
             auto* box = receive_box(f.dst);
             // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
-            void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
+            void* tag = flow_tag(id);
             auto comm = box->put_init(tag, payload(id));
             comm->set_data(tag);
             comm->start();
@@ -273,7 +282,7 @@ void Simulator::Impl::start_transfer(int id) {
       box->get_async<void>(&tag)->wait();
     });
     simgrid::s4u::Actor::create("tx", zone->host(f.src), [box, id, bytes] {
-      void* tag = reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1);
+      void* tag = flow_tag(id);
       auto comm = box->put_init(tag, bytes);
       comm->set_data(tag);
       comm->start();
@@ -284,7 +293,7 @@ void Simulator::Impl::start_transfer(int id) {
   ++maestro_in_flight;
   auto comm = simgrid::s4u::Comm::sendto_init(zone->host(f.src), zone->host(f.dst));
   comm->set_payload_size(bytes);
-  comm->set_data(reinterpret_cast<void*>(static_cast<std::intptr_t>(id) + 1));
+  comm->set_data(flow_tag(id));
   live[static_cast<std::size_t>(id)] = comm;
   comm->start();
 }
@@ -335,6 +344,7 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
   }
   std::vector<std::string> args = engine_args();
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   int argc = static_cast<int>(args.size());
@@ -346,7 +356,7 @@ Simulator::Simulator(const topologies::Topology& topo) : topo_(topo), impl_(std:
   simgrid::s4u::Activity::on_completion_cb([impl](const simgrid::s4u::Activity& a) {
     if (impl->graph == nullptr) return;
     impl->graveyard.clear();
-    const auto id = static_cast<int>(reinterpret_cast<std::intptr_t>(a.get_data<void>()) - 1);
+    const int id = flow_id(a.get_data<void>());
     if (id < 0 || id >= impl->graph->size()) return;
     auto& slot = impl->live[static_cast<std::size_t>(id)];
     impl->graveyard.push_back(std::move(slot));

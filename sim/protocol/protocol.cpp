@@ -66,8 +66,13 @@ double chunk_data_bytes(const ChunkInputs& in) {
     const auto log2_nodes = std::bit_width(static_cast<unsigned>(std::max(1, in.nodes))) - 1;  // NCCL's log2i
     const double nsteps = 1 + log2_nodes + 0.1 * ppn;
     auto data = static_cast<std::uint64_t>(static_cast<double>(chunk) * wire_efficiency(in.proto));
-    while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 64 / ppn && data > 131072) data /= 2;
-    while (static_cast<double>(in.bytes / (ch * data)) < nsteps * 16 / ppn && data > 32768) data /= 2;
+    // Whole chunks per channel (NCCL divides integers here, then compares with a float).
+    auto chunks_per_channel = [&] {
+      const std::uint64_t whole = in.bytes / (ch * data);
+      return static_cast<double>(whole);
+    };
+    while (chunks_per_channel() < nsteps * 64 / ppn && data > 131072) data /= 2;
+    while (chunks_per_channel() < nsteps * 16 / ppn && data > 32768) data /= 2;
     return static_cast<double>(data);
   } else if (in.algo == Algo::tree && in.proto == Proto::simple) {
     const std::uint64_t depth = static_cast<std::uint64_t>(std::max(1, in.tree_depth));

@@ -50,7 +50,7 @@ double union_length(std::vector<Interval> v) {
 
 // Length of `a` not covered by `b` (both unions of intervals).
 double uncovered(std::vector<Interval> a, std::vector<Interval> b) {
-  std::vector<Interval> both = a;
+  std::vector<Interval> both = std::move(a);
   both.insert(both.end(), b.begin(), b.end());
   return union_length(std::move(both)) - union_length(std::move(b));
 }

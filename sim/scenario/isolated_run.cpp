@@ -152,6 +152,7 @@ std::vector<nlohmann::ordered_json> run_isolated_all(const std::vector<IsolatedT
     }
     if (running.empty()) continue;
     std::vector<pollfd> fds;
+    fds.reserve(running.size());
     for (const auto& r : running) fds.push_back({r.fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;

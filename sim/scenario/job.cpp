@@ -82,6 +82,7 @@ json resolve_model_json(const json& v, const JsonPlace& at) {
 
 std::string order_string(const std::vector<workloads::Dim>& order) {
   std::vector<std::string> names;
+  names.reserve(order.size());
   for (workloads::Dim d : order) names.push_back(workloads::to_string(d));
   return fmt::format("{}", fmt::join(names, "-"));
 }

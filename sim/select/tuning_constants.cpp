@@ -83,7 +83,8 @@ TunerConstants make_2_30_7() {
 
 struct Release {
   int major, minor, patch;
-  auto operator<=>(const Release&) const = default;
+  auto operator<=>(const Release&) const =
+      default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>
 };
 
 // "2.29.3", "v2.29.3-1", "2.29.3+cuda12.8" -> 2.29.3; nullopt if not three numbers.

@@ -78,9 +78,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options, const
   std::map<std::size_t, Row> computed;
   try {
     run_in_processes(
-        mine, options.jobs,
-        [&](std::size_t i) { return evaluate(spec, points[i]).dump(); },
-        [&](std::size_t i, PointOutcome outcome) {
+        mine, options.jobs, [&](std::size_t i) { return evaluate(spec, points[i]).dump(); },
+        [&](std::size_t i, const PointOutcome& outcome) {
           Row row = make_row(points[i], outcome);
           if (journal) journal->append(row);
           new_rows += row.dump() + "\n";

@@ -68,7 +68,8 @@ std::string csv_value(const ojson& v) {
 // Scalar leaves of a result as dotted names; arrays (per-op breakdowns) stay in results.jsonl only.
 void flatten(const ojson& v, const std::string& prefix, std::vector<std::pair<std::string, ojson>>& out) {
   if (v.is_object()) {
-    for (const auto& [k, child] : v.items()) flatten(child, prefix.empty() ? k : prefix + "." + k, out);
+    for (const auto& [k, child] : v.items())
+      flatten(child, prefix.empty() ? k : fmt::format("{}.{}", prefix, k), out);
   } else if (!v.is_array()) {
     out.emplace_back(prefix, v);
   }

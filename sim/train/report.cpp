@@ -19,7 +19,10 @@ double r9(double x) { return std::round(x * 1e9) / 1e9; }
 
 std::string format_text(const TrainResult& r, const RunLabel& label) {
   std::string out;
-  auto line = [&](std::string s) { out += s + "\n"; };
+  auto line = [&](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
   line(fmt::format("# commstack train: {} on {} ({} GPUs)", label.model, label.cluster, r.gpus));
   line(fmt::format("# {}", label.config));
   line(fmt::format("# compute profile {}; {} SimGrid runs, {} flows", label.compute, r.simulations, r.flows));

@@ -78,9 +78,7 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int fuzz_main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr, "usage: %s <kineto|chakra|nccl_log> <iterations> <max_seconds>\n", argv[0]);
     return 2;
@@ -145,4 +143,15 @@ int main(int argc, char** argv) {
   std::printf("fuzz import %s: %ld inputs (%zu seeds), %ld imported, %ld rejected with InputError\n", target.c_str(), done,
               seeds.size(), accepted, rejected);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return fuzz_main(argc, argv);
+  } catch (const std::exception& e) {  // a bad <iterations> / <max_seconds>, an unwritable temp dir
+    std::fprintf(stderr, "commstack_fuzz_importers: %s\n", e.what());
+    return 2;
+  }
 }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@ std::vector<std::string> files_in(const std::string& dir, const std::vector<std:
   }
   std::sort(paths.begin(), paths.end());  // directory order is not deterministic
   std::vector<std::string> texts;
+  texts.reserve(paths.size());
   for (const auto& p : paths) texts.push_back(detail::read_text_file(p));
   return texts;
 }
@@ -168,170 +170,218 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(
-        stderr,
-        "usage: %s <nccl_tests|nccl_tests_json|osu|repro_mpi|nccl_log|topo_xml|published_table|bench_json> "
-        "<iterations> <max_seconds>\n",
-        argv[0]);
-    return 2;
-  }
-  const std::string target = argv[1];
-  const long iterations = std::stol(argv[2]);
-  const double max_seconds = std::stod(argv[3]);
-  const std::string data = std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/";
-
+// One fuzz target: its seeds and what one input goes through.
+struct Target {
   std::vector<std::string> seeds;
   std::function<void(const std::string&)> parse;
   bool json_values = false;  // the seeds are JSON: half the mutations change values, not bytes
-  if (target == "nccl_tests") {
-    seeds = files_in(data + "nccl-tests", {".txt"});
-    auto more = files_in(data + "nccl-logs", {"nccl-tests-", "gb200"});
-    seeds.insert(seeds.end(), more.begin(), more.end());
-    // Every run of a mutated log (a mutation can split or merge runs), then the op from its columns.
-    parse = [](const std::string& t) {
-      const int runs = count_nccl_tests_runs(t);
-      for (int i = 0; i < std::max(1, runs); ++i) (void)parse_nccl_tests(t, "fuzz", NcclTestsOp::unknown, i);
-    };
-  } else if (target == "osu") {
-    for (const char* s : kOsuSeeds) seeds.emplace_back(s);
-    // The reader, then what validate / calibrate make of it (osu_run: MPI refused, NCCL as a run).
-    parse = [](const std::string& t) {
-      const OsuResult r = parse_osu(t, "fuzz");
-      refuse_mpi_osu(t, "fuzz");
-      (void)nccl_tests_result_from_osu(r, 8, NcclTestsOp::unknown);
-    };
-  } else if (target == "repro_mpi") {
-    for (const char* s : kReproSeeds) seeds.emplace_back(s);
-    parse = [](const std::string& t) { (void)parse_repro_mpi(t, "fuzz"); };
-  } else if (target == "nccl_log") {
-    seeds = files_in(data + "nccl-logs", {".log"});
-    parse = [](const std::string& t) {
+};
+
+std::string source_dir(const char* sub) {
+  return std::string(COMMSTACK_SOURCE_DIR) + sub;
+}
+
+Target nccl_tests_target(const std::string& data) {
+  Target t;
+  t.seeds = files_in(data + "nccl-tests", {".txt"});
+  auto more = files_in(data + "nccl-logs", {"nccl-tests-", "gb200"});
+  t.seeds.insert(t.seeds.end(), more.begin(), more.end());
+  // Every run of a mutated log (a mutation can split or merge runs), then the op from its columns.
+  t.parse = [](const std::string& text) {
+    const int runs = count_nccl_tests_runs(text);
+    for (int i = 0; i < std::max(1, runs); ++i) (void)parse_nccl_tests(text, "fuzz", NcclTestsOp::unknown, i);
+  };
+  return t;
+}
+
+Target osu_target(const std::string&) {
+  Target t;
+  for (const char* s : kOsuSeeds) t.seeds.emplace_back(s);
+  // The reader, then what validate / calibrate make of it (osu_run: MPI refused, NCCL as a run).
+  t.parse = [](const std::string& text) {
+    const OsuResult r = parse_osu(text, "fuzz");
+    refuse_mpi_osu(text, "fuzz");
+    (void)nccl_tests_result_from_osu(r, 8, NcclTestsOp::unknown);
+  };
+  return t;
+}
+
+Target repro_mpi_target(const std::string&) {
+  Target t;
+  for (const char* s : kReproSeeds) t.seeds.emplace_back(s);
+  t.parse = [](const std::string& text) { (void)parse_repro_mpi(text, "fuzz"); };
+  return t;
+}
+
+Target nccl_log_target(const std::string& data) {
+  Target t;
+  t.seeds = files_in(data + "nccl-logs", {".log"});
+  t.parse = [](const std::string& text) {
+    try {
+      (void)parse_nccl_log(text, "fuzz");
+    } catch (const commstack::InputError&) {
+    }
+    (void)parse_nccl_log(text, "fuzz", {true});
+  };
+  return t;
+}
+
+Target topo_xml_target(const std::string& data) {
+  Target t;
+  t.seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
+  // The parse, then the node model built from it (topo --from-nccl-xml) and its cluster check.
+  t.parse = [](const std::string& text) {
+    const NodeTopology xml = parse_nccl_topo_xml(text, "fuzz");
+    static const nlohmann::json base = commstack::topologies::load_cluster_document("dgx-h100");
+    (void)commstack::topologies::parse_cluster(nlohmann::json(cluster_from_nccl_topo(xml, base, "dgx-h100")),
+                                               "fuzz");
+  };
+  return t;
+}
+
+Target nccl_tests_json_target(const std::string&) {
+  Target t;
+  // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.
+  t.seeds = files_in(source_dir("/tests/cli"), {"nccl-tests-json-"});
+  t.json_values = true;
+  t.parse = [](const std::string& text) {
+    (void)looks_like_nccl_tests_json(text);
+    (void)parse_nccl_tests_json(text, "fuzz");
+  };
+  return t;
+}
+
+Target bench_json_target(const std::string&) {
+  Target t;
+  t.seeds.push_back(bench_seed());
+  t.json_values = true;
+  // The report, then what calibrate makes of it: every series as nccl-tests rows.
+  t.parse = [](const std::string& text) {
+    const commstack::bench::BenchReport r = commstack::bench::report_from_text(text, "fuzz");
+    (void)bench_series(r, "fuzz");
+  };
+  return t;
+}
+
+Target published_table_target(const std::string& data) {
+  Target t;
+  t.seeds = files_in(data + "nccl-tests", {".csv"});
+  t.parse = [](const std::string& text) {
+    // Every selection the copied tables hold (and a few they do not): each must parse or refuse.
+    std::vector<PublishedTableSelection> sels;
+    for (const char* series : {"ndv5_h200_busbw_GBps", "ndv4_a100_busbw_GBps", "x"})
+      sels.push_back({series, std::nullopt, NcclTestsOp::all_reduce, 1, 8});
+    for (const char* config : {"1node_8gpu", "2node_1gpu", "2node_8gpu", "intra-node", "inter-node"})
+      for (NcclTestsOp op : {NcclTestsOp::all_reduce, NcclTestsOp::all_gather, NcclTestsOp::alltoall,
+                             NcclTestsOp::reduce_scatter, NcclTestsOp::sendrecv}) {
+        sels.push_back({std::nullopt, config, op, std::nullopt, std::nullopt});
+        sels.push_back({std::nullopt, config, op, 2, 8});
+      }
+    for (std::size_t i = 0; i + 1 < sels.size(); ++i) {
       try {
-        (void)parse_nccl_log(t, "fuzz");
+        (void)parse_published_table(text, "fuzz", sels[i]);
       } catch (const commstack::InputError&) {
       }
-      (void)parse_nccl_log(t, "fuzz", {true});
-    };
-  } else if (target == "topo_xml") {
-    seeds = files_in(data + "nccl-logs", {"-topo.xml", "graph.xml", "excerpts.xml"});
-    // The parse, then the node model built from it (topo --from-nccl-xml) and its cluster check.
-    parse = [](const std::string& t) {
-      const NodeTopology xml = parse_nccl_topo_xml(t, "fuzz");
-      static const nlohmann::json base = commstack::topologies::load_cluster_document("dgx-h100");
-      (void)commstack::topologies::parse_cluster(
-          nlohmann::json(cluster_from_nccl_topo(xml, base, "dgx-h100")), "fuzz");
-    };
-  } else if (target == "nccl_tests_json") {
-    // nccl-tests -J output: the CLI fixture (the dgxc sweep in the JSON layout) is the seed.
-    seeds = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli", {"nccl-tests-json-"});
-    json_values = true;
-    parse = [](const std::string& t) {
-      (void)looks_like_nccl_tests_json(t);
-      (void)parse_nccl_tests_json(t, "fuzz");
-    };
-  } else if (target == "bench_json") {
-    seeds.push_back(bench_seed());
-    json_values = true;
-    // The report, then what calibrate makes of it: every series as nccl-tests rows.
-    parse = [](const std::string& t) {
-      const commstack::bench::BenchReport r = commstack::bench::report_from_text(t, "fuzz");
-      (void)bench_series(r, "fuzz");
-    };
-  } else if (target == "cluster_json") {
-    // Cluster files (topo / collective / train --cluster FILE) are users' input too: every preset's
-    // JSON is a seed; the parse, then the topology built on at most 4 nodes (bounded time) and its
-    // connectivity check.
-    for (const auto& name : commstack::topologies::preset_names())
-      seeds.push_back(commstack::topologies::preset_json(name));
-    json_values = true;
-    parse = [](const std::string& t) {
-      const auto j = json_or_refuse<nlohmann::json>(t);
-      const auto spec = commstack::topologies::parse_cluster(j, "fuzz");
-      (void)commstack::topologies::build_topology(spec, std::min(spec.nodes, 4));
-    };
-  } else if (target == "scenario_json") {
-    // What-if scenarios (commstack whatif FILE; a sweep's jobs have the same shape): the built-in
-    // scenarios and the CLI tests' small one are the seeds; the parse, then every run prepared for
-    // simulation (cluster built, model and parallelism checked), not simulated.
-    for (const auto& name : commstack::sim::scenario::builtin_scenario_names())
-      seeds.push_back(commstack::sim::scenario::builtin_scenario_json(name));
-    auto more = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/whatif", {"small.json"});
-    seeds.insert(seeds.end(), more.begin(), more.end());
-    json_values = true;
-    parse = [](const std::string& t) {
-      const auto j = json_or_refuse<nlohmann::json>(t);
-      const auto sc = commstack::sim::scenario::parse_scenario(j, "fuzz");
-      for (const auto& run : sc.runs) (void)commstack::sim::scenario::prepare_job(run.job, run.place);
-    };
-  } else if (target == "sweep_json") {
-    // Sweep files (commstack sweep FILE): the CLI tests' sweeps are the seeds; the parse (grid paths
-    // checked against the base job), the points expanded, and the first few applied to the base
-    // and prepared for simulation (not simulated).
-    auto more = files_in(std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/sweep", {".json"});
-    seeds.insert(seeds.end(), more.begin(), more.end());
-    json_values = true;
-    parse = [](const std::string& t) {
-      namespace sw = commstack::sim::sweep;
-      namespace scn = commstack::sim::scenario;
-      const auto j = json_or_refuse<nlohmann::ordered_json>(t);
-      const sw::SweepSpec spec = sw::parse_sweep(
-          j, "fuzz", std::string(COMMSTACK_SOURCE_DIR) + "/tests/cli/sweep", sw::resolve_training_base);
-      const auto points = sw::expand(spec);
-      for (std::size_t i = 0; i < std::min<std::size_t>(points.size(), 4); ++i) {
-        const scn::JsonPlace at{"fuzz point " + points[i].id, "$"};
-        try {
-          (void)scn::prepare_job(scn::apply_overrides(spec.base, sw::training_overrides(spec, points[i]), at),
-                                 at);
-        } catch (const commstack::InputError&) {
-          // An impossible point is the sweep's normal business (the seed has six): the next one.
-        }
-      }
-    };
-  } else if (target == "published_table") {
-    seeds = files_in(data + "nccl-tests", {".csv"});
-    parse = [](const std::string& t) {
-      // Every selection the copied tables hold (and a few they do not): each must parse or refuse.
-      std::vector<PublishedTableSelection> sels;
-      for (const char* series : {"ndv5_h200_busbw_GBps", "ndv4_a100_busbw_GBps", "x"})
-        sels.push_back({series, std::nullopt, NcclTestsOp::all_reduce, 1, 8});
-      for (const char* config : {"1node_8gpu", "2node_1gpu", "2node_8gpu", "intra-node", "inter-node"})
-        for (NcclTestsOp op : {NcclTestsOp::all_reduce, NcclTestsOp::all_gather, NcclTestsOp::alltoall,
-                               NcclTestsOp::reduce_scatter, NcclTestsOp::sendrecv}) {
-          sels.push_back({std::nullopt, config, op, std::nullopt, std::nullopt});
-          sels.push_back({std::nullopt, config, op, 2, 8});
-        }
-      for (std::size_t i = 0; i + 1 < sels.size(); ++i) {
-        try {
-          (void)parse_published_table(t, "fuzz", sels[i]);
-        } catch (const commstack::InputError&) {
-        }
-      }
-      (void)parse_published_table(t, "fuzz", sels.back());
-    };
-  } else {
-    std::fprintf(stderr, "unknown target '%s'\n", target.c_str());
-    return 2;
-  }
-  if (seeds.empty()) {
-    std::fprintf(stderr, "no seed files found under %s\n", data.c_str());
-    return 2;
-  }
+    }
+    (void)parse_published_table(text, "fuzz", sels.back());
+  };
+  return t;
+}
 
-  std::mt19937_64 rng(0xC0FFEEu);  // fixed seed: the same inputs every run
+Target cluster_json_target(const std::string&) {
+  Target t;
+  // Cluster files (topo / collective / train --cluster FILE) are users' input too: every preset's
+  // JSON is a seed; the parse, then the topology built on at most 4 nodes (bounded time) and its
+  // connectivity check.
+  for (const auto& name : commstack::topologies::preset_names())
+    t.seeds.push_back(commstack::topologies::preset_json(name));
+  t.json_values = true;
+  t.parse = [](const std::string& text) {
+    const auto j = json_or_refuse<nlohmann::json>(text);
+    const auto spec = commstack::topologies::parse_cluster(j, "fuzz");
+    (void)commstack::topologies::build_topology(spec, std::min(spec.nodes, 4));
+  };
+  return t;
+}
+
+Target scenario_json_target(const std::string&) {
+  Target t;
+  // What-if scenarios (commstack whatif FILE; a sweep's jobs have the same shape): the built-in
+  // scenarios and the CLI tests' small one are the seeds; the parse, then every run prepared for
+  // simulation (cluster built, model and parallelism checked), not simulated.
+  for (const auto& name : commstack::sim::scenario::builtin_scenario_names())
+    t.seeds.push_back(commstack::sim::scenario::builtin_scenario_json(name));
+  auto more = files_in(source_dir("/tests/cli/whatif"), {"small.json"});
+  t.seeds.insert(t.seeds.end(), more.begin(), more.end());
+  t.json_values = true;
+  t.parse = [](const std::string& text) {
+    const auto j = json_or_refuse<nlohmann::json>(text);
+    const auto sc = commstack::sim::scenario::parse_scenario(j, "fuzz");
+    for (const auto& run : sc.runs) (void)commstack::sim::scenario::prepare_job(run.job, run.place);
+  };
+  return t;
+}
+
+Target sweep_json_target(const std::string&) {
+  Target t;
+  // Sweep files (commstack sweep FILE): the CLI tests' sweeps are the seeds; the parse (grid paths
+  // checked against the base job), the points expanded, and the first few applied to the base
+  // and prepared for simulation (not simulated).
+  t.seeds = files_in(source_dir("/tests/cli/sweep"), {".json"});
+  t.json_values = true;
+  t.parse = [](const std::string& text) {
+    namespace sw = commstack::sim::sweep;
+    namespace scn = commstack::sim::scenario;
+    const auto j = json_or_refuse<nlohmann::ordered_json>(text);
+    const sw::SweepSpec spec =
+        sw::parse_sweep(j, "fuzz", source_dir("/tests/cli/sweep"), sw::resolve_training_base);
+    const auto points = sw::expand(spec);
+    for (std::size_t i = 0; i < std::min<std::size_t>(points.size(), 4); ++i) {
+      const scn::JsonPlace at{"fuzz point " + points[i].id, "$"};
+      try {
+        (void)scn::prepare_job(scn::apply_overrides(spec.base, sw::training_overrides(spec, points[i]), at),
+                               at);
+      } catch (const commstack::InputError&) {
+        // An impossible point is the sweep's normal business (the seed has six): the next one.
+      }
+    }
+  };
+  return t;
+}
+
+using TargetFactory = Target (*)(const std::string& data);
+
+const std::map<std::string, TargetFactory>& targets() {
+  static const std::map<std::string, TargetFactory> t = {
+      {"nccl_tests", nccl_tests_target},
+      {"nccl_tests_json", nccl_tests_json_target},
+      {"osu", osu_target},
+      {"repro_mpi", repro_mpi_target},
+      {"nccl_log", nccl_log_target},
+      {"topo_xml", topo_xml_target},
+      {"published_table", published_table_target},
+      {"bench_json", bench_json_target},
+      {"cluster_json", cluster_json_target},
+      {"scenario_json", scenario_json_target},
+      {"sweep_json", sweep_json_target},
+  };
+  return t;
+}
+
+// Mutates the seeds `iterations` times (or until `max_seconds`), fixed seed: the same inputs every
+// run. 0 when every input parsed or was refused with InputError, 1 at the first other exception.
+int fuzz(const std::string& name, const Target& t, long iterations, double max_seconds) {
+  std::mt19937_64 rng(0xC0FFEEu);
   const auto start = std::chrono::steady_clock::now();
   long done = 0, accepted = 0, rejected = 0;
   for (; done < iterations; ++done) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > max_seconds) break;
-    const std::string& seed = seeds[static_cast<std::size_t>(rng() % seeds.size())];
-    std::string input = done < static_cast<long>(seeds.size()) ? seeds[static_cast<std::size_t>(done)]
-                        : json_values && rng() % 2 == 0 ? commstack::fuzz::mutate_json_values(seed, rng)
-                                                        : mutate(seed, rng);
+    const std::string& seed = t.seeds[static_cast<std::size_t>(rng() % t.seeds.size())];
+    std::string input = done < static_cast<long>(t.seeds.size()) ? t.seeds[static_cast<std::size_t>(done)]
+                        : t.json_values && rng() % 2 == 0 ? commstack::fuzz::mutate_json_values(seed, rng)
+                                                          : mutate(seed, rng);
     try {
-      parse(input);
+      t.parse(input);
       ++accepted;
     } catch (const commstack::InputError&) {
       ++rejected;
@@ -340,7 +390,42 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("fuzz %s: %ld inputs (%zu seeds), %ld parsed, %ld rejected with InputError\n", target.c_str(), done, seeds.size(),
-              accepted, rejected);
+  std::printf("fuzz %s: %ld inputs (%zu seeds), %ld parsed, %ld rejected with InputError\n", name.c_str(),
+              done, t.seeds.size(), accepted, rejected);
   return 0;
+}
+
+int fuzz_main(int argc, char** argv) {
+  if (argc != 4) {
+    std::string names;
+    for (const auto& [name, factory] : targets()) names += (names.empty() ? "" : "|") + name;
+    std::fprintf(stderr, "usage: %s <%s> <iterations> <max_seconds>\n", argv[0], names.c_str());
+    return 2;
+  }
+  const std::string name = argv[1];
+  const long iterations = std::stol(argv[2]);
+  const double max_seconds = std::stod(argv[3]);
+  const auto it = targets().find(name);
+  if (it == targets().end()) {
+    std::fprintf(stderr, "unknown target '%s'\n", name.c_str());
+    return 2;
+  }
+  const std::string data = source_dir("/calibration/data/");
+  const Target t = it->second(data);
+  if (t.seeds.empty()) {
+    std::fprintf(stderr, "no seed files found for target %s\n", name.c_str());
+    return 2;
+  }
+  return fuzz(name, t, iterations, max_seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return fuzz_main(argc, argv);
+  } catch (const std::exception& e) {  // a bad <iterations> / <max_seconds>, an unreadable seed
+    std::fprintf(stderr, "commstack_fuzz_parsers: %s\n", e.what());
+    return 2;
+  }
 }

@@ -10,7 +10,7 @@
 using namespace commstack::bench;
 
 namespace {
-EnvGetter env_of(std::map<std::string, std::string> vars) {
+EnvGetter env_of(const std::map<std::string, std::string>& vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;

@@ -97,7 +97,8 @@ TEST_CASE("import nccl log: AllReduce lines of two GPUs matched by opCount") {
     if (op.rank == 0) bytes.push_back(op.bytes);
   }
   // count x sizeof(float) (datatype 7)
-  CHECK(bytes == std::vector<std::uint64_t>{64 * 4, 237184 * 4, 386560 * 4});
+  CHECK(bytes == std::vector<std::uint64_t>{std::uint64_t{64} * 4, std::uint64_t{237184} * 4,
+                                            std::uint64_t{386560} * 4});
 }
 
 TEST_CASE("import nccl log: an excerpt where the ranks logged different opCounts") {

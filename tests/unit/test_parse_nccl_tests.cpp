@@ -372,23 +372,23 @@ TEST_CASE("parse: with no op named anywhere, the columns decide and say why") {
     std::uint64_t count;
     const char* redop;
     int root;
-    double busbw;
     NcclTestsOp op;
+    double busbw;
   };
   const Case cases[] = {
-      {"all_reduce: count = size / 4 B, busbw = 1.5 x algbw", 33554432, "sum", -1, 201.33,
-       NcclTestsOp::all_reduce},
-      {"sendrecv: busbw = algbw on 4 ranks (not a 2-rank all_reduce)", 33554432, "sum", -1, 134.22,
-       NcclTestsOp::sendrecv},
-      {"reduce_scatter: count = size / (4 x 4 B)", 8388608, "sum", -1, 100.66, NcclTestsOp::reduce_scatter},
-      {"broadcast: a root, no reduction", 33554432, "none", 0, 134.22, NcclTestsOp::broadcast},
-      {"reduce: a root and a reduction", 33554432, "sum", 0, 134.22, NcclTestsOp::reduce},
-      {"all_gather or alltoall: the same columns", 8388608, "none", -1, 100.66, NcclTestsOp::unknown},
-      {"a bus factor no op gives on 4 ranks", 33554432, "sum", -1, 180.0, NcclTestsOp::unknown},
-      {"a count that is neither 1 nor 4 ranks per size", 16777216, "sum", -1, 134.22, NcclTestsOp::unknown},
+      {"all_reduce: count = size / 4 B, busbw = 1.5 x algbw", 33554432, "sum", -1, NcclTestsOp::all_reduce,
+       201.33},
+      {"sendrecv: busbw = algbw on 4 ranks (not a 2-rank all_reduce)", 33554432, "sum", -1,
+       NcclTestsOp::sendrecv, 134.22},
+      {"reduce_scatter: count = size / (4 x 4 B)", 8388608, "sum", -1, NcclTestsOp::reduce_scatter, 100.66},
+      {"broadcast: a root, no reduction", 33554432, "none", 0, NcclTestsOp::broadcast, 134.22},
+      {"reduce: a root and a reduction", 33554432, "sum", 0, NcclTestsOp::reduce, 134.22},
+      {"all_gather or alltoall: the same columns", 8388608, "none", -1, NcclTestsOp::unknown, 100.66},
+      {"a bus factor no op gives on 4 ranks", 33554432, "sum", -1, NcclTestsOp::unknown, 180.0},
+      {"a count that is neither 1 nor 4 ranks per size", 16777216, "sum", -1, NcclTestsOp::unknown, 134.22},
       // 2^62 floats: count x 4 B wraps to 0 in 64 bits (was a division by zero, found by the fuzzer).
-      {"a count larger than the size allows", std::uint64_t{1} << 62, "sum", -1, 201.33,
-       NcclTestsOp::unknown},
+      {"a count larger than the size allows", std::uint64_t{1} << 62, "sum", -1, NcclTestsOp::unknown,
+       201.33},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);

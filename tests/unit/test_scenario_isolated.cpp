@@ -21,6 +21,7 @@ namespace {
 // Task i sleeps longer the smaller i is, so with several children they finish in reverse order.
 std::vector<IsolatedTask> reversed_finish_tasks(int n) {
   std::vector<IsolatedTask> tasks;
+  tasks.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     tasks.push_back({"task " + std::to_string(i), [i, n] {
                        ::usleep(static_cast<useconds_t>((n - i) * 20000));

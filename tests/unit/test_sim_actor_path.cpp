@@ -231,6 +231,7 @@ void check_chunk_loops(int nodes, int channels, const std::vector<double>& sizes
   const auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), nodes);
   sim::Simulator simulator(topo);
   std::vector<double> chunk;
+  chunk.reserve(sizes_mib.size());
   const auto op = sim::CollectiveOp::allreduce;
   for (const double mib : sizes_mib)
     chunk.push_back(

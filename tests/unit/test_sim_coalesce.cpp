@@ -1,6 +1,7 @@
 // Identical independent flows share one SimGrid comm (Simulator, coalesce_identical_flows) only
 // where that is exact: every flow must finish at the time it would on a comm of its own.
 #include <initializer_list>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -78,8 +79,8 @@ TEST_CASE("sim: coalesced identical flows finish exactly when separate comms do"
   spec.fabric.nodes_per_unit = 4;
   const auto topo = topologies::build_topology(spec, 4);  // 32 GPUs
   sim::Simulator simulator(topo);
-  std::vector<int> all;
-  for (int r = 0; r < topo.gpu_count(); ++r) all.push_back(r);
+  std::vector<int> all(static_cast<std::size_t>(topo.gpu_count()));
+  std::iota(all.begin(), all.end(), 0);
 
   {  // one 8-channel ring at edge fidelity: each NVLink edge is 7 channels' flows
     sim::FlowGraph graph;

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("commstack-test-sweep-" + name + "-" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("commstack-test-sweep-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }

@@ -1,5 +1,6 @@
-#include <cmath>
 #include <doctest/doctest.h>
+#include <cmath>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include "approx.hpp"
@@ -73,7 +74,7 @@ TEST_CASE("work: model parser rejects unknown fields and bad values with file an
   CHECK(parse_model(j, "m.json").kv_heads == 4);
   auto with = [&](const char* key, nlohmann::json v) {
     nlohmann::json k = j;
-    k[key] = v;
+    k[key] = std::move(v);
     return k;
   };
   CHECK_THROWS_WITH_AS(parse_model(with("hiden", 64), "m.json"), doctest::Contains("m.json: $.hiden: unknown field"), InputError);

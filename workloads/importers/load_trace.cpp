@@ -77,6 +77,7 @@ ImportedTrace load_trace(const std::string& path, const LoadOptions& options) {
   }
   if (by_format.size() > 1) {
     std::vector<std::string> kinds;
+    kinds.reserve(by_format.size());
     for (const auto& [k, v] : by_format) kinds.push_back(fmt::format("{} {}", v.size(), to_string(k)));
     throw InputError(fmt::format("--trace {}: files of several formats ({}); give one format per directory", path, fmt::join(kinds, ", ")));
   }

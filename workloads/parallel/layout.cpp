@@ -110,6 +110,7 @@ std::vector<std::vector<int>> RankLayout::groups(GroupKind kind) const {
 
 std::vector<int> RankLayout::representative_ranks() const {
   std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(par_.pp));
   for (int s = 0; s < par_.pp; ++s) out.push_back(rank({0, 0, 0, s, 0, 0}));
   return out;
 }

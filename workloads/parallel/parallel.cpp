@@ -140,7 +140,8 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   if (p.cp > 1 && p.attention == AttentionKernel::materialized) {
     bad("attention", "materialized attention has no context parallelism (Megatron's CP needs the fused attention kernel)");
   }
-  if (p.cp > 1 && p.seq % (2 * p.cp) != 0) bad("cp", fmt::format("2*cp = {} does not divide seq = {}", 2 * p.cp, p.seq));
+  if (const std::int64_t two_cp = 2 * static_cast<std::int64_t>(p.cp); p.cp > 1 && p.seq % two_cp != 0)
+    bad("cp", fmt::format("2*cp = {} does not divide seq = {}", two_cp, p.seq));
   if (p.sequence_parallel && (p.seq / p.cp) % p.tp != 0) {
     bad("sequence_parallel", fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));
   }
