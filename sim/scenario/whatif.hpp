@@ -26,8 +26,8 @@ inline const std::vector<std::string>& replay_breakdown_parts() {
   return p;
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are noexcept; clang-tidy 14 follows
-// nlohmann::json's asserts
+// The implicit moves are noexcept; clang-tidy 14 follows nlohmann::json's asserts into them.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct WhatifRow {
   std::string name, description;
   nlohmann::json overrides;       // as written in the scenario

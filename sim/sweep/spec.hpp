@@ -25,8 +25,8 @@ struct AxisGroup {
   std::size_t size() const { return axes.front().values.size(); }
 };
 
-// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are noexcept; clang-tidy 14 follows
-// nlohmann::json's asserts
+// The implicit moves are noexcept; clang-tidy 14 follows nlohmann::json's asserts into them.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct SweepSpec {
   std::string origin;             // the sweep file, for messages
   std::string base_origin;        // where the base job came from (the sweep file or the referenced file)
@@ -35,8 +35,8 @@ struct SweepSpec {
 };
 
 // One grid point: the overrides of every axis, in axis order.
-// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are noexcept; clang-tidy 14 follows
-// nlohmann::json's asserts
+// The implicit moves are noexcept; clang-tidy 14 follows nlohmann::json's asserts into them.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct Point {
   std::size_t index = 0;  // position in the deterministic order (first axis varies slowest)
   std::string id;         // 16 hex digits, a hash of the overrides only (stable across grid edits)
