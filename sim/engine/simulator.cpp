@@ -158,7 +158,7 @@ void Simulator::Impl::launch_roots_with_actors(const std::vector<int>& roots) {
             const Flow& f = graph->flow(id);
             start_s[static_cast<std::size_t>(id)] = simgrid::s4u::Engine::get_clock();
             auto* box = receive_box(f.dst);
-            // A mailbox send needs a non-null payload; the flow id (+1) serves as both payload and tag.
+            // The flow's tag is both the send's (non-null) payload and the comm's data.
             void* tag = flow_tag(id);
             auto comm = box->put_init(tag, payload(id));
             comm->set_data(tag);
