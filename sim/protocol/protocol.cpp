@@ -44,19 +44,26 @@ double chunk_data_bytes(const ChunkInputs& in) {
   const bool ring_simple = in.proto == Proto::simple && in.algo == Algo::ring;
   std::uint64_t chunk = step * (ring_simple ? kNcclSteps / 2 : 1);
   const std::uint64_t ch = static_cast<std::uint64_t>(std::max(1, in.channels));
+  const std::uint64_t nvls_chunk = in.nvls_chunk_bytes > 0 ? in.nvls_chunk_bytes : kNvlsChunkBytes;
   if (in.algo == Algo::nvls) {
     // Small calls get smaller chunks so every (channel, head) pair still has work.
-    chunk = std::min(chunk, kNvlsChunkBytes);
+    chunk = std::min(chunk, nvls_chunk);
     const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
     if (in.bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
     if (in.bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
     if (in.bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
   } else if (in.algo == Algo::nvls_tree) {
-    // NCCL >= 2.22 (src/enqueue.cc calcCollChunking): the NVLS chunk, at most 64 KiB on 4 or more
-    // nodes. Older versions started from the Simple slot (512 KiB): 4x the pipeline's fill.
-    // (NCCL's larger rungs, 256 and 128 KiB, are never reached from a 128 KiB start.)
-    chunk = in.nodes >= 4 ? std::uint64_t{65536} : kNvlsChunkBytes;
+    // NCCL >= 2.22 (src/enqueue.cc calcCollChunking): the NVLS chunk under NVLSTree's ceiling (up
+    // to 2.29 64 KiB on 4 or more nodes; 2.30 tunes both on Blackwell), halved for calls too small
+    // to give every (channel, head) pair a few. Older versions started from the Simple slot
+    // (512 KiB): 4x the pipeline's fill.
+    const std::uint64_t ceiling = in.nvls_tree_max_chunk_bytes > 0
+                                      ? in.nvls_tree_max_chunk_bytes
+                                      : (in.nodes >= 4 ? std::uint64_t{65536} : nvls_chunk);
+    chunk = std::min(nvls_chunk, ceiling);
     const std::uint64_t ops = ch * static_cast<std::uint64_t>(std::max(1, in.nvls_heads));
+    if (in.bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+    if (in.bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
     if (in.bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
     if (in.bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
   } else if (in.algo == Algo::tree && in.proto == Proto::ll128) {

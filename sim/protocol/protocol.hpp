@@ -38,11 +38,16 @@ struct ChunkInputs {
   int nodes = 1;            // NVLSTree, Tree/LL128: NVLink domains the tree spans (comm->nNodes)
   int ranks_per_node = 1;   // Tree/LL128: ranks per domain (ppn)
   std::uint64_t buffer_bytes = 0;  // 0 = default_buffer_bytes(proto)
+  // NVLS, NVLSTree: comm->nvlsChunkSize and NVLSTree's ceiling as the release sets them
+  // (sim/select/nvls_tuning.hpp); 0 = NCCL_NVLS_CHUNKSIZE's default and, for NVLSTree, 64 KiB on
+  // 4 or more domains.
+  std::uint64_t nvls_chunk_bytes = 0;
+  std::uint64_t nvls_tree_max_chunk_bytes = 0;
 };
 
 // User-data bytes one channel moves per chunk, following calcCollChunking: Ring/Simple uses
 // stepSize * chunkSteps (4 of 8 slots), NVLS and NVLSTree start from NCCL_NVLS_CHUNKSIZE (NVLSTree
-// on 4 or more domains from 64 KiB, NCCL_NVLSTREE_MAX_CHUNKSIZE) and shrink it for small calls,
+// no larger than its ceiling, NCCL_NVLSTREE_MAX_CHUNKSIZE) and shrink it for small calls,
 // Tree/Simple halves it until every channel has enough chunks to fill the tree. LL and LL128
 // chunks are one slot, of which wire_efficiency() is data.
 double chunk_data_bytes(const ChunkInputs& in);

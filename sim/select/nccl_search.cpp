@@ -183,11 +183,6 @@ std::string describe_comm(const CommShape& shape) {
   return out;
 }
 
-int nccl_default_nvls_channels(int sm, int nodes) {
-  if (sm >= 100) return nodes > 1 ? 32 : 24;
-  return 16;
-}
-
 SearchedGraphs search_nvswitch_node(const SearchNode& node) {
   if (!(node.nvlink_GBps > 0))
     throw InputError(fmt::format(

@@ -35,10 +35,6 @@ double nccl_nvlink_link_GBps(int sm);
 // 50 on Blackwell.
 int nvlink_links(int sm, double line_Bps);
 
-// comm->nvlsChannels by default (src/transport/nvls.cc): 16 on Hopper; on Blackwell 24 inside one
-// NVLink domain, 32 across domains.
-int nccl_default_nvls_channels(int sm, int nodes);
-
 // The communicator in the words NCCL_DEBUG=INFO uses at init: "24 coll channels (ring graph 12 x 20
 // GB/s), 16 nvls channels" (the NVLS part only where NVLS is supported).
 std::string describe_comm(const CommShape& shape);

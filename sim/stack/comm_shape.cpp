@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "sim/select/nccl_search.hpp"
+#include "sim/select/nvls_tuning.hpp"
 #include "sim/stack/predict.hpp"
 
 namespace commstack::sim::stack {
@@ -51,6 +52,10 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   s.tree = {channels,   bw_intra, bw_inter, select::PathType::nvl,
             inter_type, 0,        true,     geo.nccl_nodes > 1 ? 1 : 3};
   int comm_channels = channels;
+  // NCCL's GPU -> NIC path bandwidth: the NIC's port, or the PCIe link in front of it, which NCCL
+  // rates at 3/4 of its line rate (src/graph/topo.cc: Gen4 24, Gen5 48 GB/s).
+  const double pcie = geo.pcie_Bps > 0 ? 0.75 * geo.pcie_Bps / 1e9 : kInf;
+  const double net_path_GBps = geo.nccl_nodes > 1 ? std::min(geo.nic_port_Bps / 1e9, pcie) : 0.0;
   std::optional<select::GraphParams> searched_nvls;
   if (geo.nvswitch && geo.local_ranks >= 2 && geo.nvlink_Bps > 0 &&
       (geo.nccl_nodes == 1 || geo.nics_domain > 0)) {
@@ -60,9 +65,7 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
     node.nvlink_GBps = select::nvlink_links(geo.sm, geo.nvlink_Bps) * select::nccl_nvlink_link_GBps(geo.sm);
     if (geo.nccl_nodes > 1) {
       node.nets = geo.nics_domain;
-      // NCCL rates a PCIe x16 link at 3/4 of its line rate (src/graph/topo.cc: Gen4 24, Gen5 48 GB/s).
-      const double pcie = geo.pcie_Bps > 0 ? 0.75 * geo.pcie_Bps / 1e9 : kInf;
-      node.net_path_GBps = std::min(geo.nic_port_Bps / 1e9, pcie);
+      node.net_path_GBps = net_path_GBps;
     }
     const select::SearchedGraphs g = select::search_nvswitch_node(node);
     s.ring = g.ring;
@@ -85,9 +88,18 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   s.nvls_channels = channels;
   if (searched_nvls) {
     s.nvls = *searched_nvls;
-    s.nvls_channels = select::nccl_default_nvls_channels(geo.sm, geo.nccl_nodes);
+    // Each NVLS graph channel starts at its own head GPU (src/graph/connect.cc nvlsHeadNum): all
+    // GPUs of an 8-GPU domain, 32 of an NVL72 (NCCL_MAX_NVLS_ARITY), one per NIC across domains.
+    s.nvls_heads = searched_nvls->n_channels;
     if (searched_nvls->n_channels == 0) s.nvls_support = false;
   }
+  // NVLS channels and chunks as NCCL's release sets them at init (2.30 tunes them for Blackwell
+  // across domains); the one-GPU-per-domain fallback above keeps its channels.
+  const select::NvlsTuning nvls = select::nccl_nvls_tuning(
+      {knobs.nccl_version, geo.sm, geo.nccl_nodes, geo.local_ranks, net_path_GBps, inter_type}, knobs.env);
+  if (searched_nvls) s.nvls_channels = nvls.channels;
+  s.nvls_chunk_bytes = nvls.chunk_bytes;
+  s.nvls_tree_max_chunk_bytes = nvls.tree_max_chunk_bytes;
   s.collnet_support = knobs.collnet;
   s.n_channels = comm_channels;
   if (knobs.comm_channels > 0) s.n_channels = knobs.comm_channels;

@@ -277,11 +277,14 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
   ci.proto = proto;
   ci.bytes = bytes;
   ci.channels = nch;
-  ci.nvls_heads = g;
+  const int nvls_heads = shape_.nvls_heads > 0 ? shape_.nvls_heads : g;
+  ci.nvls_heads = nvls_heads;
   ci.tree_depth = (g - 1) + detail::ceil_log2(N) + 1;
   ci.nodes = N;
   ci.ranks_per_node = g;
   ci.buffer_bytes = proto == Proto::simple ? knobs_.buffsize : 0;
+  ci.nvls_chunk_bytes = shape_.nvls_chunk_bytes;
+  ci.nvls_tree_max_chunk_bytes = shape_.nvls_tree_max_chunk_bytes;
   out.chunk_bytes = protocol::chunk_data_bytes(ci);
 
   Breakdown& b = out.breakdown;
@@ -307,7 +310,7 @@ Prediction Predictor::evaluate(const Choice& choice, const Profile& profile) con
         .extra_chunks = std::max(0.0, chunks - std::max(1.0, total_steps)),
         .chunk_sync_us = profile[Param::chunk_sync_us],
         .channels = nch,
-        .heads = g,
+        .heads = nvls_heads,
         .chunk_bytes = out.chunk_bytes,
         .inter_steps = steps.inter,
         .p2p_steps = choice.p2p_steps};

@@ -104,11 +104,7 @@ TEST_CASE("search: B200 nodes with 400 Gb/s NICs give 16 coll channels, not Blac
   CHECK(g.nvls.bw_inter == approx(48.0));
 }
 
-TEST_CASE("search: NVLS channel defaults and bad inputs") {
-  CHECK(nccl_default_nvls_channels(90, 1) == 16);
-  CHECK(nccl_default_nvls_channels(90, 4) == 16);
-  CHECK(nccl_default_nvls_channels(100, 1) == 24);
-  CHECK(nccl_default_nvls_channels(100, 2) == 32);
+TEST_CASE("search: bad inputs") {
   CHECK_THROWS_AS(search_nvswitch_node(one_node(90, 0)), commstack::InputError);
   CHECK_THROWS_AS(search_nvswitch_node(with_nics(one_node(90, 18), 8, 0.0)), commstack::InputError);
 }
