@@ -21,10 +21,17 @@ constexpr double kInterSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
 constexpr double kIntraSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
 constexpr double kInterSm100[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
                                   17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+// v2.30.7-1 adds 45 inside a node (16 channels fill an NVLink5 GPU's 18 x 40.1 GB/s) and 86 and 80
+// across nodes (800 Gb/s NICs); Ampere and Hopper keep theirs.
+constexpr double kIntraSm100v230[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+constexpr double kInterSm100v230[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                      20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 
 constexpr int kMaxChannels = 64;  // MAXCHANNELS (src/include/device.h)
 
-std::span<const double> speeds(int sm, bool inter) {
+std::span<const double> speeds(int sm, bool inter, NcclVersion version) {
+  if (sm >= 100 && version >= NcclVersion::v2_30_7)
+    return inter ? std::span<const double>(kInterSm100v230) : std::span<const double>(kIntraSm100v230);
   if (sm >= 100) return inter ? std::span<const double>(kInterSm100) : std::span<const double>(kIntraSm100);
   if (sm >= 90) return inter ? std::span<const double>(kInterSm90) : std::span<const double>(kIntraSm90);
   return inter ? std::span<const double>(kInterSm80) : std::span<const double>(kIntraSm80);
@@ -44,7 +51,10 @@ struct Graph {
 class Search {
  public:
   Search(const SearchNode& node, bool ring, int max_channels)
-      : node_(node), ring_(ring), max_channels_(max_channels), speeds_(speeds(node.sm, node.nets > 0)) {
+      : node_(node),
+        ring_(ring),
+        max_channels_(max_channels),
+        speeds_(speeds(node.sm, node.nets > 0, node.version)) {
     // system->totalBw: the GPU's NVLink total; maxBw: the best GPU -> GPU (one node) or GPU -> NET path.
     total_ = node.nvlink_GBps;
     max_ = node.nets > 0 ? node.net_path_GBps : node.nvlink_GBps;
@@ -129,7 +139,7 @@ class Search {
 // head also drives a NIC, and pass 2 raises the network speed while the NIC path allows it.
 Graph search_nvls(const SearchNode& node) {
   const bool inter = node.nets > 0;
-  const std::span<const double> sp = speeds(node.sm, inter);
+  const std::span<const double> sp = speeds(node.sm, inter, node.version);
   const int max_heads =
       std::min({32, std::max(1, node.gpus), inter ? node.nets : node.gpus});  // NCCL_MAX_NVLS_ARITY
   const int min_heads = inter ? 1 : max_heads;

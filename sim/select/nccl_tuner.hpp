@@ -47,6 +47,7 @@ struct CommShape {
   bool net_device_host = true;   // no net device offload (PAT needs it)
   int n_channels = 0;            // comm->nChannels before CTA limits; 0 = min(ring, tree) channels
   int nvls_channels = 0;         // comm->nvlsChannels; 0 = nvls.n_channels
+  double net_path_GBps = 0;      // comm->minNetBw: the GPU -> NIC path NCCL sees; 0 on one domain
   int nvls_heads = 0;  // channel->nvls.nHeads: the NVLS graph's head GPUs (at most 32); 0 = local_ranks
   std::uint64_t nvls_chunk_bytes = 131072;           // comm->nvlsChunkSize (sim/select/nvls_tuning.hpp)
   std::uint64_t nvls_tree_max_chunk_bytes = 131072;  // NVLSTree's chunk ceiling

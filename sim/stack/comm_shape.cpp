@@ -62,6 +62,7 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
     select::SearchNode node;
     node.sm = geo.sm;
     node.gpus = geo.local_ranks;
+    node.version = knobs.nccl_version;
     node.nvlink_GBps = select::nvlink_links(geo.sm, geo.nvlink_Bps) * select::nccl_nvlink_link_GBps(geo.sm);
     if (geo.nccl_nodes > 1) {
       node.nets = geo.nics_domain;
@@ -85,6 +86,7 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   // NCCL_NVLS_ENABLE=0 turns NVLS (and NVLSTree) off; 1 and the default leave it to the hardware check.
   s.nvls_support = knobs.env.nvls_enable != 0 && geo.sm >= 90 && geo.nvswitch && geo.local_ranks > 2 &&
                    geo.nvlink_Bps > 0 && geo.gpus_per_node >= 4;
+  s.net_path_GBps = net_path_GBps;
   s.nvls_channels = channels;
   if (searched_nvls) {
     s.nvls = *searched_nvls;

@@ -1,7 +1,6 @@
 #include "sim/stack/predict.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -23,12 +22,6 @@ namespace {
 
 using select::Algo;
 using select::Proto;
-
-// NCCL maps send/receive peers to channels by powers of two (src/graph/paths.cc
-// ncclTopoComputeP2pChannels: pow2Up of the communicator's channels; 24 coll channels give 32 p2p).
-int pow2_up(int n) {
-  return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(1, n))));
-}
 
 bool tuned(CollectiveOp op) {
   return op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter ||
@@ -180,10 +173,16 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
   contention_.emplace(topo_ptr, layout);
   shape_ = comm_shape(geo_, knobs_);
   tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
-}
-
-int Predictor::p2p_channels_per_nvlink_peer() const {
-  return pow2_up(std::min(shape_.n_channels, 2 * select::nvlink_links(geo_.sm, geo_.nvlink_Bps)));
+  // Send/receive channels. Peers behind an NVSwitch share all of a GPU's NVLinks; the presets
+  // without one (GH200's direct links) are counted as PCIe peers, 2 channels (an assumption).
+  p2p_ = select::nccl_p2p_channels(
+      {.version = knobs_.nccl_version,
+       .ranks = geo_.ranks,
+       .nodes = geo_.nccl_nodes,
+       .local_ranks = geo_.local_ranks,
+       .comm_channels = tables_.comm_channels,
+       .nvlinks_to_peer = geo_.nvswitch ? select::nvlink_links(geo_.sm, geo_.nvlink_Bps) : 0,
+       .net_path_GBps = shape_.net_path_GBps});
 }
 
 Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const {
@@ -206,12 +205,10 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
   } else {
     // Send/receive work: LL while a peer's bytes fit p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD
     // (16 KiB), Simple above (src/enqueue.cc addP2pToPlan). p2pnChannelsPerPeer is the fewest
-    // channels any peer allows (src/graph/paths.cc ncclTopoComputeP2pChannels): 2 x NVLinks per
-    // NVLink peer, capped by the communicator's channels, so all of them through an NVSwitch; 2 over
-    // PCIe and for a peer across the network.
-    const int channels_per_peer =
-        (geo_.nccl_nodes == 1 && geo_.nvswitch) ? p2p_channels_per_nvlink_peer() : 2;
-    const int p2p_channels = pow2_up(shape_.n_channels);
+    // channels any peer allows (sim/select/p2p_channels.hpp): all of the communicator's through an
+    // NVSwitch, 1-4 for a peer across the network depending on the release and the ranks.
+    const int channels_per_peer = p2p_.per_peer;
+    const int p2p_channels = p2p_.channels;
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
     c.proto = per_peer <= channels_per_peer * 16384.0 ? Proto::ll : Proto::simple;
     if (knobs_.env.proto) {

@@ -12,6 +12,7 @@
 #include "sim/algorithms/collective.hpp"
 #include "sim/select/nccl_env.hpp"
 #include "sim/select/nccl_tuner.hpp"
+#include "sim/select/p2p_channels.hpp"
 #include "sim/stack/fabric_contention.hpp"
 #include "sim/stack/profile.hpp"
 #include "topologies/cluster.hpp"
@@ -123,14 +124,11 @@ public:
   const select::CommShape& shape() const { return shape_; }
   const CommGeometry& geometry() const { return geo_; }
 
-private:
-  // p2pnChannelsPerPeer for a peer in the same NVSwitch domain: 2 x the NVLinks to it, capped by
-  // the communicator's channels, as a power of two (src/graph/paths.cc).
-  int p2p_channels_per_nvlink_peer() const;
-
+ private:
   CommGeometry geo_;
   select::CommShape shape_;
   select::TuneTables tables_;
+  select::P2pChannels p2p_;  // NCCL's send/receive channels and channels per peer
   Knobs knobs_;
   std::optional<ContentionCache> contention_;  // set by the constructor
 };

@@ -120,3 +120,20 @@ TEST_CASE("search: more NVLink never gives fewer channels x speed") {
     last = total;
   }
 }
+
+TEST_CASE("search: NCCL 2.30's Blackwell speeds let a 90 GB/s NIC path carry 86 GB/s channels") {
+  // 2.28.9's sm100 inter speeds jump from 96 to 48: on a path of 90 GB/s (an 800 Gb/s NIC behind a
+  // PCIe link NCCL rates at 90) one channel of 48 fits per NIC, and the search goes on down to 30,
+  // where 3 per NIC give the best product, 24 x 30 = 720 (below 50: not duplicated). 2.30.7 adds 86
+  // and 80: 8 channels of 86 (688) stop the search at 42 (42 / 86 < .49), duplicated (>= 50 GB/s)
+  // to 16 of 43, and the communicator doubles them.
+  SearchNode node = with_nics(one_node(100, 18), 8, 90.0);
+  const SearchedGraphs old_speeds = search_nvswitch_node(node);
+  CHECK(old_speeds.ring.n_channels == 24);
+  CHECK(old_speeds.ring.bw_inter == approx(30.0));
+  node.version = NcclVersion::v2_30_7;
+  const SearchedGraphs new_speeds = search_nvswitch_node(node);
+  CHECK(new_speeds.ring.n_channels == 16);
+  CHECK(new_speeds.ring.bw_inter == approx(43.0));
+  CHECK(new_speeds.comm_channels == 32);
+}
