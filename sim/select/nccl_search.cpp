@@ -21,18 +21,25 @@ constexpr double kInterSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
 constexpr double kIntraSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
 constexpr double kInterSm100[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
                                   17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
-// v2.30.7-1 adds 45 inside a node (16 channels fill an NVLink5 GPU's 18 x 40.1 GB/s) and 86 and 80
-// across nodes (800 Gb/s NICs); Ampere and Hopper keep theirs.
-constexpr double kIntraSm100v230[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+// Later releases add Blackwell speeds: 45 inside a node from 2.29.3 (16 channels fill an NVLink5
+// GPU's 18 x 40.1 GB/s), 80 across nodes from 2.29.7 and 86 from 2.30 (800 Gb/s NICs). Ampere and
+// Hopper keep theirs.
+constexpr double kIntraSm100v229[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+constexpr double kInterSm100v2297[] = {96.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
+                                       17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 constexpr double kInterSm100v230[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
                                       20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 
 constexpr int kMaxChannels = 64;  // MAXCHANNELS (src/include/device.h)
 
 std::span<const double> speeds(int sm, bool inter, NcclVersion version) {
-  if (sm >= 100 && version >= NcclVersion::v2_30_7)
-    return inter ? std::span<const double>(kInterSm100v230) : std::span<const double>(kIntraSm100v230);
-  if (sm >= 100) return inter ? std::span<const double>(kInterSm100) : std::span<const double>(kIntraSm100);
+  if (sm >= 100 && inter) {
+    if (version >= NcclVersion::v2_30_7) return kInterSm100v230;
+    if (version >= NcclVersion::v2_29_7) return kInterSm100v2297;
+    return kInterSm100;
+  }
+  if (sm >= 100)
+    return version >= NcclVersion::v2_29_3 ? std::span<const double>(kIntraSm100v229) : kIntraSm100;
   if (sm >= 90) return inter ? std::span<const double>(kInterSm90) : std::span<const double>(kIntraSm90);
   return inter ? std::span<const double>(kInterSm80) : std::span<const double>(kIntraSm80);
 }

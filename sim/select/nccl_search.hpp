@@ -1,9 +1,9 @@
 #pragma once
-// NCCL's topology search (src/graph/search.cc ncclTopoCompute, v2.28.9; 2.30.7's Blackwell speeds) for the
-// nodes the presets describe: GPUs that meet in an NVSwitch, each with the same NVLink bandwidth, and (across
-// nodes) a set of identical NICs behind PCIe. On such a node the search is a pure function of a few numbers:
-// the per-channel speeds it tries, how many channels fit at each speed on the GPUs' NVLinks and on the NICs,
-// when it stops, when it duplicates channels, and how pass 2 raises the speed. ncclTopoPostset
+// NCCL's topology search (src/graph/search.cc ncclTopoCompute, v2.28.9; later releases' Blackwell speeds) for
+// the nodes the presets describe: GPUs that meet in an NVSwitch, each with the same NVLink bandwidth, and
+// (across nodes) a set of identical NICs behind PCIe. On such a node the search is a pure function of a few
+// numbers: the per-channel speeds it tries, how many channels fit at each speed on the GPUs' NVLinks and on
+// the NICs, when it stops, when it duplicates channels, and how pass 2 raises the speed. ncclTopoPostset
 // (src/graph/connect.cc) then doubles the channels for the communicator. docs/nccl-selection.md "Channels"
 // explains the steps and lists what it gives per preset.
 #include <string>
@@ -18,7 +18,7 @@ struct SearchNode {
   double nvlink_GBps = 0;    // NCCL's NVLink bandwidth of one GPU: links x per-link bandwidth (topo.h)
   int nets = 0;              // NICs of one node the communicator uses; 0 on one node (no network)
   double net_path_GBps = 0;  // NCCL's GPU -> NIC path bandwidth: min(NIC port, PCIe)
-  NcclVersion version = default_nccl_version();  // whose speed arrays (2.30 adds Blackwell speeds)
+  NcclVersion version = default_nccl_version();  // whose speed arrays (2.29 and 2.30 add Blackwell speeds)
 };
 
 struct SearchedGraphs {

@@ -131,6 +131,11 @@ TEST_CASE("search: NCCL 2.30's Blackwell speeds let a 90 GB/s NIC path carry 86 
   const SearchedGraphs old_speeds = search_nvswitch_node(node);
   CHECK(old_speeds.ring.n_channels == 24);
   CHECK(old_speeds.ring.bw_inter == approx(30.0));
+  // 2.29.7 adds 80 only: 8 x 80 (640) lets the search go on to 42 (16 x 42) and 30 (24 x 30) again.
+  node.version = NcclVersion::v2_29_7;
+  const SearchedGraphs speeds_2_29 = search_nvswitch_node(node);
+  CHECK(speeds_2_29.ring.n_channels == 24);
+  CHECK(speeds_2_29.ring.bw_inter == approx(30.0));
   node.version = NcclVersion::v2_30_7;
   const SearchedGraphs new_speeds = search_nvswitch_node(node);
   CHECK(new_speeds.ring.n_channels == 16);
