@@ -27,6 +27,10 @@ inline constexpr std::uint64_t kMinBufferBytes = std::uint64_t{kNcclSteps} * 16;
 void check_buffer_bytes(std::uint64_t bytes, const std::string& where);
 // NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc): the largest NVLS and NVLSTree chunk.
 inline constexpr std::uint64_t kNvlsChunkBytes = 131072;
+// Send/receive FIFO slots of the Simple protocol: NCCL_P2P_NVL_CHUNKSIZE inside an NVLink domain,
+// NCCL_P2P_NET_CHUNKSIZE across the network (defaults, src/init.cc).
+inline constexpr std::uint64_t kP2pNvlChunkBytes = 524288;
+inline constexpr std::uint64_t kP2pNetChunkBytes = 131072;
 
 struct ChunkInputs {
   select::Algo algo = select::Algo::ring;
@@ -73,7 +77,7 @@ struct P2pInputs {
   int p2p_channels = 1;          // comm->p2pnChannels (a power of two)
   int channels_per_peer = 1;     // comm->p2pnChannelsPerPeer (a power of two)
   bool multi_node = false;       // nNodes > 1: smaller parts
-  std::uint64_t chunk_bytes = 524288;  // FIFO slot (stepSize): sets the part sizes
+  std::uint64_t chunk_bytes = kP2pNvlChunkBytes;  // FIFO slot (stepSize): sets the part sizes
   std::uint64_t chunk_data_bytes = 0;  // user data per slot (0: the whole slot, Simple; LL: half)
 };
 struct P2pSplit {

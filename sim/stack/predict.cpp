@@ -203,14 +203,27 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     c.algorithm = select::to_string(c.algo);
     c.nccl_model_us = sel.best_time_us;
   } else {
-    // Send/receive work: LL while a peer's bytes fit p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD
-    // (16 KiB), Simple above (src/enqueue.cc addP2pToPlan). p2pnChannelsPerPeer is the fewest
-    // channels any peer allows (sim/select/p2p_channels.hpp): all of the communicator's through an
-    // NVSwitch, 1-4 for a peer across the network depending on the release and the ranks.
+    // Send/receive work: LL while a peer's bytes fit NCCL_P2P_LL_THRESHOLD (16 KiB) per channel,
+    // Simple above (src/enqueue.cc addP2pToPlan). Up to 2.28 the channels are the most a peer may
+    // use, p2pnChannelsPerPeer (sim/select/p2p_channels.hpp: all of the communicator's through an
+    // NVSwitch, 1-4 for a peer across the network); from 2.29 those the Simple split of the
+    // peer's bytes would use, so LL stops at 16 KiB per peer.
     const int channels_per_peer = p2p_.per_peer;
     const int p2p_channels = p2p_.channels;
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
-    c.proto = per_peer <= channels_per_peer * 16384.0 ? Proto::ll : Proto::simple;
+    int ll_channels = channels_per_peer;
+    if (knobs_.nccl_version >= select::NcclVersion::v2_29_3) {
+      protocol::P2pInputs simple;
+      simple.peer_bytes = static_cast<std::uint64_t>(per_peer);
+      simple.ranks = n;
+      simple.p2p_channels = p2p_channels;
+      simple.channels_per_peer = channels_per_peer;
+      simple.multi_node = geo_.nccl_nodes > 1;
+      // comm->p2pChunkSize: NCCL_P2P_NET_CHUNKSIZE across domains, NCCL_P2P_NVL_CHUNKSIZE inside.
+      simple.chunk_bytes = simple.multi_node ? protocol::kP2pNetChunkBytes : protocol::kP2pNvlChunkBytes;
+      ll_channels = protocol::p2p_split(simple).channels;
+    }
+    c.proto = per_peer <= ll_channels * 16384.0 ? Proto::ll : Proto::simple;
     if (knobs_.env.proto) {
       select::Proto forced;
       if (!select::parse_proto(*knobs_.env.proto, forced))

@@ -401,6 +401,27 @@ TEST_CASE("stack: send/receive uses LL up to p2pnChannelsPerPeer x 16 KiB per pe
   CHECK(two.predict(CollectiveOp::alltoall, 16 * (64ull << 10), prof).proto == Proto::simple);
 }
 
+TEST_CASE(
+    "stack: from NCCL 2.29 send/receive uses LL only while the Simple split's channels hold 16 KiB each") {
+  // 2.29.2 moved the LL test after the Simple split (src/enqueue.cc addP2pToPlan): a peer's bytes
+  // go to min(nChannelsMin, bytes / (512 KiB / 8)) channels, so up to 64 KiB it is one channel
+  // and LL stops at 16 KiB per peer; 2.28.9 allowed 32 channels x 16 KiB.
+  const auto spec = topologies::load_cluster("hgx-b200");
+  const Profile prof = sim::stack::prior_profile(100);
+  sim::stack::Knobs v229;
+  v229.nccl_version = select::NcclVersion::v2_29_7;
+  Predictor old_rule(spec, 1, 8);
+  Predictor new_rule(spec, 1, 8, v229);
+  CHECK(old_rule.predict(CollectiveOp::sendrecv, 256ull << 10, prof).proto == Proto::ll);
+  CHECK(new_rule.predict(CollectiveOp::sendrecv, 256ull << 10, prof).proto == Proto::simple);
+  CHECK(new_rule.predict(CollectiveOp::sendrecv, 16ull << 10, prof).proto == Proto::ll);
+  CHECK(new_rule.predict(CollectiveOp::sendrecv, (16ull << 10) + 4, prof).proto == Proto::simple);
+  // Across nodes the parts are 64 KiB (NCCL_P2P_NET_CHUNKSIZE / 2): 32 KiB per peer is one channel.
+  Predictor two(spec, 2, 8, v229);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (16ull << 10), prof).proto == Proto::ll);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::simple);
+}
+
 TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring channel all of it") {
   // One DGX A100 with a 10 GB/s per-channel Simple cap well below NVLink (eta 1): a ring
   // all-gather's channels reach the cap, a sendrecv's channels half of it (NCCL's P2P kernel
