@@ -31,9 +31,11 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   s.n_nodes = geo.nccl_nodes;
   s.local_ranks = geo.local_ranks;
   s.min_sm = s.max_sm = geo.sm;
-  // Grace (GH200 / GB200) hosts are Arm; the x86 clusters in the data are Intel or unknown.
-  s.cpu_arch = select::CpuArch::x86;
-  s.cpu_vendor = select::CpuVendor::intel;
+  // Grace (GH200 / GB200 / GB300) hosts are Arm; the x86 clusters in the data are Intel or
+  // unknown. Arm changes NCCL's tuning in one place the model carries: 2.29+ applies its Tree
+  // correction to NVLSTree on Blackwell only on x86 hosts.
+  s.cpu_arch = geo.arm_host ? select::CpuArch::arm : select::CpuArch::x86;
+  s.cpu_vendor = geo.arm_host ? select::CpuVendor::other : select::CpuVendor::intel;
   // NCCL sees NVLink at 20 / 20.6 / 40.1 GB/s per link (topo.h) where the line rate is 25 / 25 / 50:
   // 80% of the line rate.
   const double nccl_nvlink_GBps = 0.8 * geo.nvlink_Bps / 1e9;

@@ -148,6 +148,8 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
     std::string model = spec.node.gpu_model;
     for (auto& ch : model) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     geo_.nvswitch = spec.node.nvswitch && model.find("gh200") == std::string::npos;
+    geo_.arm_host = model.find("gh200") != std::string::npos || model.find("gb200") != std::string::npos ||
+                    model.find("gb300") != std::string::npos;
   }
   double nic_node = 0, nic_gpu0 = 0;
   int used = 0;

@@ -82,6 +82,7 @@ struct CommGeometry {
   double tree_egress = 0;
   int sm = 90;
   bool nvswitch = true;   // GPUs meet in an NVSwitch (NVLS possible); false for PCIe or direct NVLink
+  bool arm_host = false;  // Grace superchips (GH200, GB200, GB300): NCCL's cpuArch is ARM
   double nvlink_Bps = 0;  // per GPU per direction, line rate
   double nic_domain_Bps = 0;  // all NICs of one NVLink domain used by the communicator, line rate
   double nic_gpu_Bps = 0;     // the NIC(s) of one GPU

@@ -646,3 +646,24 @@ TEST_CASE("stack: a Tree/LL channel moves 2 / 3.8 of what a Ring/LL channel move
           approx(s_bus / (p.channels * 0.5e9 * share)));
   }
 }
+
+TEST_CASE("stack: Grace hosts are Arm to NCCL's tuner, so 2.29+ leaves their NVLSTree uncorrected") {
+  // src/graph/tuning.cc (2.29+): the Tree correction factor scales NVLSTree AllReduce bandwidth on
+  // Blackwell only when comm->cpuArch is x86; GB200 trays run on Grace (Arm).
+  sim::stack::Knobs v229;
+  v229.nccl_version = select::NcclVersion::v2_29_7;
+  const Predictor racks(topologies::load_cluster("gb200-nvl72"), 36, 4, v229);  // 2 NVL72 domains
+  CHECK(racks.shape().cpu_arch == select::CpuArch::arm);
+  CHECK(Predictor(topologies::load_cluster("hgx-b200"), 2, 8).shape().cpu_arch == select::CpuArch::x86);
+  select::CommShape as_x86 = racks.shape();
+  as_x86.cpu_arch = select::CpuArch::x86;
+  const std::uint64_t bytes = 64ull << 20;  // log2(64 MiB / 64) = 20: factor .8 for Simple
+  const auto arm = select::select_algorithm(select::tune_model(racks.shape(), {}, v229.nccl_version),
+                                            racks.shape(), select::Func::all_reduce, bytes);
+  const auto x86 = select::select_algorithm(select::tune_model(as_x86, {}, v229.nccl_version), as_x86,
+                                            select::Func::all_reduce, bytes);
+  const int nvls_tree = select::idx(Algo::nvls_tree);
+  const int simple = select::idx(Proto::simple);
+  REQUIRE(arm.time_us[nvls_tree][simple] > 0);
+  CHECK(arm.time_us[nvls_tree][simple] < x86.time_us[nvls_tree][simple]);
+}
