@@ -207,7 +207,7 @@ void register_validate(CLI::App& app) {
                   "line, else the cluster's domains)");
   sub->add_option(
       "--nccl-version", o->nccl_version,
-      "Whose tuning model picks algorithm, protocol and channels: 2.28.9, 2.29.3, 2.29.7 or 2.30.7 "
+      "Whose NCCL release picks algorithm, protocol, channels and chunks: 2.28.9, 2.29.3, 2.29.7 or 2.30.7 "
       "(default: the NCCL version the log printed, its nearest modeled release noted; else 2.28.9)");
   sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
   sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");
