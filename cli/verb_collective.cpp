@@ -48,7 +48,7 @@ struct CollectiveOptions {
   // simulation of ring-family flows (the only mode with --trace, --otf2, --channels, ...).
   std::string profile = "auto";
   std::string algo, proto, min_channels, max_channels, nvls, collnet, buffsize, gpus_per_thread, cuda_graph,
-      nccl_version, mnnvl;
+      nccl_version, mnnvl, nvls_chunksize, nvlstree_max_chunksize;
   bool breakdown = false;
 };
 
@@ -142,6 +142,16 @@ sim::stack::Knobs stack_knobs(const CollectiveOptions& o) {
   }
   if (!o.nccl_version.empty())
     knobs.nccl_version = select::parse_nccl_version(o.nccl_version, "--nccl-version");
+  // NCCL's chunk knobs: a positive byte count (0 is not "unset" here: it is a typo).
+  const auto chunk_bytes = [](const std::string& text, const char* flag) {
+    const std::uint64_t v = parse_bytes(text, flag);
+    if (v == 0 || v > (std::uint64_t{1} << 30))
+      throw InputError(fmt::format("{} {}: expected 1 byte .. 1G", flag, text));
+    return static_cast<std::int64_t>(v);
+  };
+  if (!o.nvls_chunksize.empty()) knobs.env.nvls_chunksize = chunk_bytes(o.nvls_chunksize, "--nvls-chunksize");
+  if (!o.nvlstree_max_chunksize.empty())
+    knobs.env.nvlstree_max_chunksize = chunk_bytes(o.nvlstree_max_chunksize, "--nvlstree-max-chunksize");
   if (!o.gpus_per_thread.empty())
     knobs.gpus_per_thread = static_cast<int>(parse_int(o.gpus_per_thread, "--gpus-per-thread", 1, 1024));
   select::EnableMatrix check;  // names the flag for an unknown algorithm / protocol
@@ -169,7 +179,8 @@ StackModel choose_model(const CollectiveOptions& o, const topologies::ClusterSpe
   const bool stack_flags = o.breakdown || (!o.algo.empty() && o.profile != "none") || !o.proto.empty() ||
                            !o.min_channels.empty() || !o.max_channels.empty() || !o.nvls.empty() ||
                            !o.collnet.empty() || !o.buffsize.empty() || !o.gpus_per_thread.empty() ||
-                           !o.cuda_graph.empty() || !o.nccl_version.empty();
+                           !o.cuda_graph.empty() || !o.nccl_version.empty() || !o.nvls_chunksize.empty() ||
+                           !o.nvlstree_max_chunksize.empty();
   StackModel model;
   if (o.profile == "auto" && sim::stack::sm_of_gpu_model(spec.node.gpu_model) == 0) {
     if (stack_flags)
@@ -187,7 +198,8 @@ StackModel choose_model(const CollectiveOptions& o, const topologies::ClusterSpe
     if (stack_flags)
       throw InputError(
           "--breakdown/--proto/--min-channels/--max-channels/--nvls/--collnet/--buffsize/"
-          "--gpus-per-thread/--cuda-graph/--nccl-version need the stack model: "
+          "--nvls-chunksize/--nvlstree-max-chunksize/--gpus-per-thread/--cuda-graph/--nccl-version need the "
+          "stack model: "
           "drop --profile none (or pass a profile file); with --profile none, --algo takes ring, tree, nvls, "
           "nvlstree, pat, collnetdirect or collnetchain");
     info.model = fabric_model_text(algorithm, channels);
@@ -435,6 +447,14 @@ void register_collective(CLI::App& app) {
       "--buffsize", o->buffsize,
       "Stack model: like NCCL_BUFFSIZE, the Simple protocol's FIFO per connection (at least 128 bytes; "
       "NCCL's default 4M)");
+  sub->add_option(
+      "--nvls-chunksize", o->nvls_chunksize,
+      "Stack model: like NCCL_NVLS_CHUNKSIZE, the chunk NVLS and NVLSTree start from (NCCL's default "
+      "128K; NCCL 2.30 tunes it on Blackwell)");
+  sub->add_option(
+      "--nvlstree-max-chunksize", o->nvlstree_max_chunksize,
+      "Stack model: like NCCL_NVLSTREE_MAX_CHUNKSIZE, NVLSTree's chunk ceiling (NCCL's default 64K "
+      "from 4 NVLink domains)");
   sub->add_option("--gpus-per-thread", o->gpus_per_thread,
                   "Stack model: GPUs one host thread drives, like nccl-tests -g (host time = that many launches)");
   sub->add_option("--cuda-graph", o->cuda_graph,

@@ -176,6 +176,11 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       env.nthreads = integer(64, 640);
     } else if (name == "NCCL_LL128_NTHREADS" && spec.knobs.env.ll128_nthreads == unset.ll128_nthreads) {
       env.ll128_nthreads = integer(64, 640);
+    } else if (name == "NCCL_NVLS_CHUNKSIZE" && spec.knobs.env.nvls_chunksize == unset.nvls_chunksize) {
+      env.nvls_chunksize = integer(1, 1L << 30);
+    } else if (name == "NCCL_NVLSTREE_MAX_CHUNKSIZE" &&
+               spec.knobs.env.nvlstree_max_chunksize == unset.nvlstree_max_chunksize) {
+      env.nvlstree_max_chunksize = integer(1, 1L << 30);
     } else if (name == "NCCL_BUFFSIZE" && spec.knobs.buffsize == 0) {
       const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
       if (v <= 0) throw InputError(fmt::format("{}: expected a positive number of bytes", where));

@@ -94,6 +94,15 @@ void validate(const NcclEnv& env) {
     throw InputError(fmt::format("NCCL_MIN_CTAS ({}) is larger than NCCL_MAX_CTAS ({})", env.min_ctas, env.max_ctas));
   if (env.pat_enable < 0 || env.pat_enable > 2) throw InputError("NCCL_PAT_ENABLE: expected 0, 1 or 2");
   if (env.mnnvl_enable < 0 || env.mnnvl_enable > 2) throw InputError("NCCL_MNNVL_ENABLE: expected 0, 1 or 2");
+  // NCCL takes any positive size; a chunk beyond the 1 GiB calls it would cut is a typo.
+  constexpr std::int64_t kMaxChunk = std::int64_t{1} << 30;
+  if (env.nvls_chunksize < 0 || env.nvls_chunksize > kMaxChunk)
+    throw InputError(
+        fmt::format("NCCL_NVLS_CHUNKSIZE: expected 1..{} bytes, got {}", kMaxChunk, env.nvls_chunksize));
+  if (env.nvlstree_max_chunksize != -2 &&
+      (env.nvlstree_max_chunksize < 1 || env.nvlstree_max_chunksize > kMaxChunk))
+    throw InputError(fmt::format("NCCL_NVLSTREE_MAX_CHUNKSIZE: expected 1..{} bytes, got {}", kMaxChunk,
+                                 env.nvlstree_max_chunksize));
   if (env.net_overhead_ns && (*env.net_overhead_ns < 0 || *env.net_overhead_ns > 1e9))
     throw InputError("NCCL_NET_OVERHEAD: expected a non-negative number of nanoseconds");
   if (env.algo) {

@@ -2,7 +2,9 @@
 // NCCL's user overrides that the tuning model honours: NCCL_ALGO / NCCL_PROTO (plain list,
 // "^" exclusion, and the per-function form "allreduce:tree,ring;broadcast:ring" of NCCL >= 2.24),
 // NCCL_MIN_CTAS / NCCL_MAX_CTAS, NCCL_NTHREADS / NCCL_LL128_NTHREADS, NCCL_NET_OVERHEAD,
-// NCCL_PAT_ENABLE, NCCL_NVLS_ENABLE, NCCL_LL128_C2C, NCCL_MNNVL_ENABLE.
+// NCCL_PAT_ENABLE, NCCL_NVLS_ENABLE, NCCL_LL128_C2C, NCCL_MNNVL_ENABLE, NCCL_NVLS_CHUNKSIZE,
+// NCCL_NVLSTREE_MAX_CHUNKSIZE.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +29,8 @@ struct NcclEnv {
   // back to the network silently otherwise (src/mnnvl.cc), so 1 and 2 both mean the cluster's
   // domains here.
   int mnnvl_enable = 2;
+  std::int64_t nvls_chunksize = 0;           // NCCL_NVLS_CHUNKSIZE (bytes), 0 = unset (128 KiB)
+  std::int64_t nvlstree_max_chunksize = -2;  // NCCL_NVLSTREE_MAX_CHUNKSIZE (bytes), -2 = unset
 };
 
 // Enabled flags per function: algo[f][a], proto[f][p] (LL128 starts at 2 = "auto").

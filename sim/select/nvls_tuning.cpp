@@ -49,6 +49,9 @@ NvlsTuning nccl_nvls_tuning(const NvlsCommInputs& in, const NcclEnv& env) {
   t.chunk_bytes = 128 * KiB;
   std::uint64_t tree_max = 0;  // 0: not set by the tuning
   if (in.version >= NcclVersion::v2_30_7 && in.sm >= 100 && in.nodes > 1) sm100_multi_node(in, t, tree_max);
+  // The user's NCCL_NVLS_CHUNKSIZE wins over the tuning, and NCCL_NVLSTREE_MAX_CHUNKSIZE too.
+  if (env.nvls_chunksize > 0) t.chunk_bytes = static_cast<std::uint64_t>(env.nvls_chunksize);
+  if (env.nvlstree_max_chunksize != -2) tree_max = static_cast<std::uint64_t>(env.nvlstree_max_chunksize);
   // Up to 2.29 (and in 2.30 where the tuning set nothing): 64 KiB on 4 or more domains.
   if (tree_max == 0) tree_max = in.nodes >= 4 ? 64 * KiB : t.chunk_bytes;
   t.tree_max_chunk_bytes = tree_max;

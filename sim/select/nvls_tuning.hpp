@@ -3,7 +3,8 @@
 // comm->nvlsChunkSize and the NVLSTree chunk ceiling, set once per communicator at init
 // (src/transport/nvls.cc). Up to 2.29.x these are fixed per GPU generation; 2.30 tunes them for
 // Blackwell across NVLink domains from the NIC speed, the ranks per domain and the GPU -> NIC path
-// (ncclNvlsTreeSm100Tuning). docs/nccl-selection.md "NVLS channels and chunks".
+// (ncclNvlsTreeSm100Tuning). NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE override both,
+// NCCL_MIN/MAX_CTAS clamp the channels. docs/nccl-selection.md "NVLS channels and chunks".
 #include <cstdint>
 
 #include "sim/select/nccl_env.hpp"

@@ -257,3 +257,9 @@ commstack_cli_test(NAME stack_validate_host_floor_other_generations
 commstack_cli_error_test(NAME stack_collective_buffsize_zero
   ARGS collective --cluster dgx-h100 --nodes 2 --buffsize 0
   MATCH "commstack: error: --buffsize: 0 bytes is too small; expected at least 128 bytes")
+commstack_cli_error_test(NAME stack_collective_nvls_chunksize_zero
+  ARGS collective --cluster dgx-h100 --nodes 8 --nvls-chunksize 0
+  MATCH "commstack: error: --nvls-chunksize 0: expected 1 byte .. 1G")
+commstack_cli_error_test(NAME stack_collective_nvlstree_chunk_profile_none
+  ARGS collective --cluster dgx-h100 --nodes 8 --profile none --nvlstree-max-chunksize 64K
+  MATCH "commstack: error: .*--nvlstree-max-chunksize/.* need the stack model")

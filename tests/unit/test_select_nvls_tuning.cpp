@@ -3,6 +3,7 @@
 // v2.30.7-1's ncclNvlsTreeSm100Tuning, and the chunk src/enqueue.cc calcCollChunking cuts from them.
 #include <doctest/doctest.h>
 
+#include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
 #include "sim/select/nvls_tuning.hpp"
 
@@ -96,4 +97,36 @@ TEST_CASE(
   CHECK(chunk_at(std::uint64_t{1} << 30) == 64.0 * KiB);
   ci.nodes = 2;
   CHECK(chunk_at(std::uint64_t{1} << 30) == 128.0 * KiB);
+}
+
+TEST_CASE(
+    "nvls tuning: NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE win over the defaults and 2.30's "
+    "tuning") {
+  NcclEnv env;
+  env.nvls_chunksize = 256 * 1024;
+  env.nvlstree_max_chunksize = 32 * 1024;
+  // 2.28.9 on 8 H100 nodes: the user's chunk, and the user's ceiling instead of 64 KiB.
+  const NvlsTuning h100 = nccl_nvls_tuning({NcclVersion::v2_28_9, 90, 8, 8, 48, PathType::pix}, env);
+  CHECK(h100.chunk_bytes == 256 * KiB);
+  CHECK(h100.tree_max_chunk_bytes == 32 * KiB);
+  // 2.30.7 on 16 B200 nodes: the tuning's 24 channels stay, its chunk and ceiling give way.
+  const NvlsTuning b200 = nccl_nvls_tuning({NcclVersion::v2_30_7, 100, 16, 8, 48, PathType::pix}, env);
+  CHECK(b200.channels == 24);
+  CHECK(b200.chunk_bytes == 256 * KiB);
+  CHECK(b200.tree_max_chunk_bytes == 32 * KiB);
+  // Only the chunk set: the ceiling follows it below 4 domains (2.28.9's fallback).
+  NcclEnv chunk_only;
+  chunk_only.nvls_chunksize = 64 * 1024;
+  CHECK(nccl_nvls_tuning({NcclVersion::v2_28_9, 90, 2, 8, 48, PathType::pix}, chunk_only)
+            .tree_max_chunk_bytes == 64 * KiB);
+}
+
+TEST_CASE("nvls tuning: chunk sizes out of range are refused with the variable's name") {
+  NcclEnv env;
+  env.nvls_chunksize = -1;
+  CHECK_THROWS_WITH_AS(validate(env), doctest::Contains("NCCL_NVLS_CHUNKSIZE"), commstack::InputError);
+  env.nvls_chunksize = 0;
+  env.nvlstree_max_chunksize = 0;
+  CHECK_THROWS_WITH_AS(validate(env), doctest::Contains("NCCL_NVLSTREE_MAX_CHUNKSIZE"),
+                       commstack::InputError);
 }

@@ -274,6 +274,18 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
       std::string("dgx-h100"));
   CHECK(keyed.knobs.env.algo.value_or("") == "tree");
   CHECK(keyed.knobs.env.max_ctas == 8);
+  // NVLS chunk knobs are read the same way.
+  {
+    std::ofstream out(path);
+    out << "node1:7:7 [0] NCCL INFO NCCL_NVLS_CHUNKSIZE set by environment to 65536\n"
+        << "node1:7:7 [0] NCCL INFO NCCL_NVLSTREE_MAX_CHUNKSIZE set by environment to 32768\n"
+        << body.str();
+  }
+  const auto chunked =
+      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
+                             std::string("dgx-h100"));
+  CHECK(chunked.knobs.env.nvls_chunksize == 65536);
+  CHECK(chunked.knobs.env.nvlstree_max_chunksize == 32768);
   // A value NCCL would refuse is an error naming the file, the line and the variable.
   {
     std::ofstream out(path);
