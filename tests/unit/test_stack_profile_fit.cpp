@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
+#include <utility>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -243,21 +245,27 @@ TEST_CASE("stack: validate marks a size slower than the next, larger one as dist
 }
 
 TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless a key sets them") {
-  // The qoofyk 2-node H100 sweep with NCCL_DEBUG=INFO lines saying NCCL_ALGO=Ring and NCCL_MAX_CTAS=8.
+  // The qoofyk 2-node H100 sweep with NCCL_DEBUG=INFO lines in front, e.g. NCCL_ALGO=Ring and
+  // NCCL_MAX_CTAS=8.
   const std::string src = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
   std::ifstream in(src);
   std::stringstream body;
   body << in.rdbuf();
   const std::string path = "test_logged_env.txt";
-  {
-    std::ofstream out(path);
-    out << "node1:7:7 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
-        << "node1:7:7 [0] NCCL INFO NCCL_MAX_CTAS set by environment to 8\n"
-        << body.str();
-  }
-  const auto run =
-      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
-                             std::string("dgx-h100"));
+  // Writes the sweep behind one "VAR set by environment to VALUE" line per setting and loads it.
+  const auto load_with = [&](std::initializer_list<std::pair<const char*, const char*>> settings,
+                             const std::string& keys = "") {
+    {
+      std::ofstream out(path);
+      for (const auto& [var, value] : settings)
+        out << "node1:7:7 [0] NCCL INFO " << var << " set by environment to " << value << "\n";
+      out << body.str();
+    }
+    return fit::load_measured_run(
+        fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8" + keys, "--input"),
+        std::string("dgx-h100"));
+  };
+  const auto run = load_with({{"NCCL_ALGO", "Ring"}, {"NCCL_MAX_CTAS", "8"}});
   CHECK(run.knobs.env.algo.value_or("") == "Ring");
   CHECK(run.knobs.env.max_ctas == 8);
   REQUIRE(run.notes.size() == 3);  // the two settings, then the NCCL version the log printed (2.26.2)
@@ -269,32 +277,16 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
     CHECK(row.prediction.channels <= 8);
   }
   // A key wins over the log.
-  const auto keyed = fit::load_measured_run(
-      fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8,algo=tree", "--input"),
-      std::string("dgx-h100"));
+  const auto keyed = load_with({{"NCCL_ALGO", "Ring"}, {"NCCL_MAX_CTAS", "8"}}, ",algo=tree");
   CHECK(keyed.knobs.env.algo.value_or("") == "tree");
   CHECK(keyed.knobs.env.max_ctas == 8);
   // NVLS chunk knobs are read the same way.
-  {
-    std::ofstream out(path);
-    out << "node1:7:7 [0] NCCL INFO NCCL_NVLS_CHUNKSIZE set by environment to 65536\n"
-        << "node1:7:7 [0] NCCL INFO NCCL_NVLSTREE_MAX_CHUNKSIZE set by environment to 32768\n"
-        << body.str();
-  }
-  const auto chunked =
-      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
-                             std::string("dgx-h100"));
+  const auto chunked = load_with({{"NCCL_NVLS_CHUNKSIZE", "65536"}, {"NCCL_NVLSTREE_MAX_CHUNKSIZE", "32768"}});
   CHECK(chunked.knobs.env.nvls_chunksize == 65536);
   CHECK(chunked.knobs.env.nvlstree_max_chunksize == 32768);
   // A value NCCL would refuse is an error naming the file, the line and the variable.
-  {
-    std::ofstream out(path);
-    out << "node1:7:7 [0] NCCL INFO NCCL_MAX_CTAS set by environment to 99\n" << body.str();
-  }
-  CHECK_THROWS_WITH_AS(
-      fit::load_measured_run(fit::parse_run_spec(path + "@op=all_reduce,nodes=2,gpus_per_node=8", "--input"),
-                             std::string("dgx-h100")),
-      doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
+  CHECK_THROWS_WITH_AS(load_with({{"NCCL_MAX_CTAS", "99"}}), doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"),
+                       InputError);
   std::remove(path.c_str());
 }
 
