@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
-#include <utility>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -29,7 +29,9 @@ using sim::stack::Param;
 using sim::stack::Profile;
 
 namespace {
-std::string data(const std::string& name) { return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-tests/" + name; }
+std::string data(const std::string& name) {
+  return std::string(COMMSTACK_SOURCE_DIR) + "/calibration/data/nccl-tests/" + name;
+}
 // The head of a two-rank H100 all-reduce log written by a test: test-start line, rank lines, columns.
 const char* const kTwoRankAllReduceHead =
     "# Collective test starting: all_reduce_perf\n"
@@ -55,23 +57,24 @@ TEST_CASE("stack: profile JSON errors name the field") {
   auto j = sim::stack::profile_to_json(sim::stack::prior_profile(80));
   auto bad = j;
   bad["parameters"]["eta_nic"]["value"] = 1.5;
-  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"),
-                       doctest::Contains("p.json: $.parameters.eta_nic.value: expected fraction in [0.01, 1]"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      sim::stack::profile_from_json(bad, "p.json"),
+      doctest::Contains("p.json: $.parameters.eta_nic.value: expected fraction in [0.01, 1]"), InputError);
   bad = j;
   bad["parameters"]["warp_speed"] = 1;
-  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.parameters.warp_speed: unknown"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"),
+                       doctest::Contains("$.parameters.warp_speed: unknown"), InputError);
   bad = j;
   bad["parameters"].erase("launch_us");
-  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.parameters.launch_us: missing"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"),
+                       doctest::Contains("$.parameters.launch_us: missing"), InputError);
   bad = j;
   bad["sm"] = 75;
   CHECK_THROWS_AS(sim::stack::profile_from_json(bad, "p.json"), InputError);
   bad = j;
   bad["format"] = "other";
-  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.format"), InputError);
+  CHECK_THROWS_WITH_AS(sim::stack::profile_from_json(bad, "p.json"), doctest::Contains("$.format"),
+                       InputError);
 }
 
 TEST_CASE("stack: run spec parsing and refusals") {
@@ -82,18 +85,21 @@ TEST_CASE("stack: run spec parsing and refusals") {
   CHECK(*s.knobs.env.algo == "ring");
   CHECK(s.knobs.env.min_ctas == 24);
   CHECK(s.max_bytes == 1u << 20);
-  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@colour=red", "--input"), doctest::Contains("unknown key \"colour\""),
-                       InputError);
-  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@nodes=two", "--input"), doctest::Contains("expected an integer"),
-                       InputError);
-  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@min_ctas=99", "--input"), doctest::Contains("NCCL_MIN_CTAS"), InputError);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@colour=red", "--input"),
+                       doctest::Contains("unknown key \"colour\""), InputError);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@nodes=two", "--input"),
+                       doctest::Contains("expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(fit::parse_run_spec("x.txt@min_ctas=99", "--input"),
+                       doctest::Contains("NCCL_MIN_CTAS"), InputError);
   // No rank lines and no flags: the node count is unknown, the run is refused with the reason.
   fit::RunSpec r;
   r.file = data("nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt");
-  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::string("dgx-h100")), doctest::Contains("node count"), InputError);
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::string("dgx-h100")), doctest::Contains("node count"),
+                       InputError);
   r.nodes = 1;
   r.gpus_per_node = 8;
-  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::nullopt), doctest::Contains("no cluster given"), InputError);
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(r, std::nullopt), doctest::Contains("no cluster given"),
+                       InputError);
 }
 
 TEST_CASE("stack: in_place=1 reads the in-place time column") {
@@ -281,12 +287,13 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
   CHECK(keyed.knobs.env.algo.value_or("") == "tree");
   CHECK(keyed.knobs.env.max_ctas == 8);
   // NVLS chunk knobs are read the same way.
-  const auto chunked = load_with({{"NCCL_NVLS_CHUNKSIZE", "65536"}, {"NCCL_NVLSTREE_MAX_CHUNKSIZE", "32768"}});
+  const auto chunked =
+      load_with({{"NCCL_NVLS_CHUNKSIZE", "65536"}, {"NCCL_NVLSTREE_MAX_CHUNKSIZE", "32768"}});
   CHECK(chunked.knobs.env.nvls_chunksize == 65536);
   CHECK(chunked.knobs.env.nvlstree_max_chunksize == 32768);
   // A value NCCL would refuse is an error naming the file, the line and the variable.
-  CHECK_THROWS_WITH_AS(load_with({{"NCCL_MAX_CTAS", "99"}}), doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(load_with({{"NCCL_MAX_CTAS", "99"}}),
+                       doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
   std::remove(path.c_str());
 }
 
