@@ -210,21 +210,19 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     // use, p2pnChannelsPerPeer (sim/select/p2p_channels.hpp: all of the communicator's through an
     // NVSwitch, 1-4 for a peer across the network); from 2.29 those the Simple split of the
     // peer's bytes would use, so LL stops at 16 KiB per peer.
-    const int channels_per_peer = p2p_.per_peer;
     const int p2p_channels = p2p_.channels;
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
-    int ll_channels = channels_per_peer;
-    if (knobs_.nccl_version >= select::NcclVersion::v2_29_3) {
-      protocol::P2pInputs simple;
-      simple.peer_bytes = static_cast<std::uint64_t>(per_peer);
-      simple.ranks = n;
-      simple.p2p_channels = p2p_channels;
-      simple.channels_per_peer = channels_per_peer;
-      simple.multi_node = geo_.nccl_nodes > 1;
-      // comm->p2pChunkSize: NCCL_P2P_NET_CHUNKSIZE across domains, NCCL_P2P_NVL_CHUNKSIZE inside.
-      simple.chunk_bytes = simple.multi_node ? protocol::kP2pNetChunkBytes : protocol::kP2pNvlChunkBytes;
-      ll_channels = protocol::p2p_split(simple).channels;
-    }
+    // One peer's bytes as NCCL's Simple split sees them; comm->p2pChunkSize is
+    // NCCL_P2P_NET_CHUNKSIZE across domains, NCCL_P2P_NVL_CHUNKSIZE inside.
+    protocol::P2pInputs peer;
+    peer.peer_bytes = static_cast<std::uint64_t>(per_peer);
+    peer.ranks = n;
+    peer.p2p_channels = p2p_channels;
+    peer.channels_per_peer = p2p_.per_peer;
+    peer.multi_node = geo_.nccl_nodes > 1;
+    peer.chunk_bytes = peer.multi_node ? protocol::kP2pNetChunkBytes : protocol::kP2pNvlChunkBytes;
+    const int ll_channels =
+        knobs_.nccl_version >= select::NcclVersion::v2_29_3 ? protocol::p2p_split(peer).channels : p2p_.per_peer;
     c.proto = per_peer <= ll_channels * 16384.0 ? Proto::ll : Proto::simple;
     if (knobs_.env.proto) {
       select::Proto forced;
@@ -235,15 +233,8 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     c.algorithm = "P2P";
     if (geo_.nccl_nodes == 1 && c.proto != Proto::ll128) {
       // NCCL stripes each peer's bytes over a few channels in parts of NCCL_P2P_NVL_CHUNKSIZE
-      // steps (Simple) or LL FIFO slots (64 KiB, half of it data). p2pnChannels is the
-      // communicator's channel count; per peer NCCL allows 2 x (NVLink bandwidth to the peer / one
-      // link's) channels, more than that through an NVSwitch, 2 over PCIe (src/graph/paths.cc
-      // ncclTopoGetNchannels).
-      protocol::P2pInputs pi;
-      pi.peer_bytes = static_cast<std::uint64_t>(per_peer);
-      pi.ranks = n;
-      pi.p2p_channels = p2p_channels;
-      pi.channels_per_peer = channels_per_peer;
+      // steps (Simple) or LL FIFO slots (64 KiB, half of it data).
+      protocol::P2pInputs pi = peer;
       if (c.proto == Proto::ll) {
         pi.chunk_bytes = protocol::default_buffer_bytes(Proto::ll) / protocol::kNcclSteps;
         pi.chunk_data_bytes = static_cast<std::uint64_t>(static_cast<double>(pi.chunk_bytes) *
