@@ -460,8 +460,9 @@ void register_collective(CLI::App& app) {
   sub->add_option("--cuda-graph", o->cuda_graph,
                   "Stack model: on|off, calls replayed from a CUDA graph like nccl-tests -G (no per-call host time)");
   sub->add_option("--nccl-version", o->nccl_version,
-                  "Stack model: whose NCCL release picks algorithm, protocol, channels and chunks: 2.28.9 "
-                  "(default), 2.29.3, 2.29.7 or 2.30.7");
+                  "Stack model: whose NCCL release picks algorithm, protocol, channels and chunks: 2.26.2 "
+                  "(2.26.x), 2.27.7 (2.27.6-7), 2.28.9 (default), 2.29.3, 2.29.7 or 2.30.7, or a line "
+                  "2.26 ... 2.30");
   sub->add_flag("--breakdown", o->breakdown, "Stack model: print each layer's contribution per size");
   on_selected(sub, [o] { run(*o); });
 }

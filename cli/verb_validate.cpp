@@ -207,8 +207,9 @@ void register_validate(CLI::App& app) {
                   "line, else the cluster's domains)");
   sub->add_option(
       "--nccl-version", o->nccl_version,
-      "Whose NCCL release picks algorithm, protocol, channels and chunks: 2.28.9, 2.29.3, 2.29.7 or 2.30.7 "
-      "(default: the NCCL version the log printed, its nearest modeled release noted; else 2.28.9)");
+      "Whose NCCL release picks algorithm, protocol, channels and chunks: 2.26.2 (2.26.x), "
+      "2.27.7 (2.27.6-7), 2.28.9, 2.29.3, 2.29.7 or 2.30.7, or a line 2.26 ... 2.30 (default: the "
+      "NCCL version the log printed, its nearest modeled release noted; else 2.28.9)");
   sub->add_option("--min-bytes", o->min_bytes, "Only sizes >= this (e.g. 1M)");
   sub->add_option("--max-bytes", o->max_bytes, "Only sizes <= this");
   sub->add_option("--profile", o->profile, "Calibration profile (file or shipped name; default: the GPU generation's)");

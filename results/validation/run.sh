@@ -184,8 +184,9 @@ protocol layers' error; 1 = as modeled). The note names sizes whose times follow
 algorithm / protocol than the modelled choice (validate's `# choice:` line, docs/calibration.md
 "Which algorithm and protocol the run followed": the selection layer's error; a diagnosis, never
 used for the MAPE). The two "NCCL's own model" columns are the baseline:
-NCCL's own time estimate (ncclTopoGetAlgoTime with NCCL 2.28.9's constants, for the algorithm and
-protocol it runs; validate's `nccl_model_us` column) against the same measured points. It is
+NCCL's own time estimate (ncclTopoGetAlgoTime with the constants of the NCCL release the run used,
+the version its log prints or its source names (`nccl_version=` in runs.tsv), else 2.28.9's; for the
+algorithm and protocol it runs; validate's `nccl_model_us` column) against the same measured points. It is
 unfitted, so it is out-of-sample by construction; NCCL has no model of alltoall and sendrecv ("-").
 
 Target (issue #3): <= 5% at >= 1 MiB and <= 10% below on every non-outlier run; docs/stack-model.md

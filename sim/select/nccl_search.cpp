@@ -11,7 +11,7 @@
 namespace commstack::select {
 namespace {
 
-// The per-channel speeds NCCL tries, fastest first (src/graph/search.cc at v2.28.9-1).
+// The per-channel speeds NCCL tries, fastest first (src/graph/search.cc at v2.28.9-1, = v2.27.7-1).
 constexpr double kIntraSm80[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
 constexpr double kInterSm80[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
                                  7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
@@ -21,6 +21,10 @@ constexpr double kInterSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
 constexpr double kIntraSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
 constexpr double kInterSm100[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
                                   17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+// 2.26 (src/graph/search.cc at v2.26.2-1) had neither 18 inside a node nor 96 across, and 45 for 45.1.
+constexpr double kIntraSm100v226[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0};
+constexpr double kInterSm100v226[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                      15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 // Later releases add Blackwell speeds: 45 inside a node from 2.29.3 (16 channels fill an NVLink5
 // GPU's 18 x 40.1 GB/s), 80 across nodes from 2.29.7 and 86 from 2.30 (800 Gb/s NICs). Ampere and
 // Hopper keep theirs.
@@ -36,10 +40,14 @@ std::span<const double> speeds(int sm, bool inter, NcclVersion version) {
   if (sm >= 100 && inter) {
     if (version >= NcclVersion::v2_30_7) return kInterSm100v230;
     if (version >= NcclVersion::v2_29_7) return kInterSm100v2297;
+    if (version <= NcclVersion::v2_26_2) return kInterSm100v226;
     return kInterSm100;
   }
-  if (sm >= 100)
-    return version >= NcclVersion::v2_29_3 ? std::span<const double>(kIntraSm100v229) : kIntraSm100;
+  if (sm >= 100) {
+    if (version >= NcclVersion::v2_29_3) return kIntraSm100v229;
+    if (version <= NcclVersion::v2_26_2) return kIntraSm100v226;
+    return kIntraSm100;
+  }
   if (sm >= 90) return inter ? std::span<const double>(kInterSm90) : std::span<const double>(kIntraSm90);
   return inter ? std::span<const double>(kInterSm80) : std::span<const double>(kIntraSm80);
 }

@@ -105,6 +105,11 @@ void thread_tables(const CommShape& s, const NcclEnv& env, TuneTables& t) {
   if (env.min_ctas > 0) nc = std::max(nc, env.min_ctas);
   t.comm_channels = std::min(nc, 64);
   t.nvls_channels = s.nvls_channels > 0 ? s.nvls_channels : s.nvls.n_channels;
+  // Up to 2.27 (graph/connect.cc ncclTopoPostset) the communicator's channels are raised to the NVLS
+  // channels where fewer; Ring and Tree calls start from them (topoGetAlgoInfo reads
+  // comm->nChannels) and so do send/receive (p2pnChannels). 2.28 dropped the raise.
+  if (t.version <= NcclVersion::v2_27_7 && s.nvls_support && t.nvls_channels > t.comm_channels)
+    t.comm_channels = std::min(t.nvls_channels, 64);
 
   for (int a = 0; a < kNumAlgos; ++a) {
     t.thread_threshold[a][idx(Proto::ll)] = 8;
@@ -122,14 +127,15 @@ struct TuneContext {
   const CommShape& s;
   const NcclEnv& env;
   const TunerConstants& k;
+  NcclVersion version;
   int cc = 0;  // GPU architecture index
   double ll_max_bw = 0, per_ch_max_tree_bw = 0, per_ch_max_ring_ll128_bw = 0, per_ch_max_tree_ll128_bw = 0,
          per_ch_max_nvls_tree_bw = 0;
   double hw_lat[kNumHw][kNumAlgos][kNumProtos] = {};
   float ppn = 1;
 
-  TuneContext(const CommShape& shape, const NcclEnv& e, const TunerConstants& constants)
-      : s(shape), env(e), k(constants), cc(arch_index(shape.min_sm)) {
+  TuneContext(const CommShape& shape, const NcclEnv& e, NcclVersion v)
+      : s(shape), env(e), k(tuner_constants(v)), version(v), cc(arch_index(shape.min_sm)) {
     const int n_nodes = s.n_nodes;
     const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
     const int index1 = n_nodes == 1                                                           ? cc
@@ -174,7 +180,17 @@ std::optional<float> bus_bandwidth(const TuneContext& c, Func f, Algo algo, Prot
   const float ppn = c.ppn;
   const bool collnet = algo == Algo::collnet_direct || algo == Algo::collnet_chain;
   float bw = static_cast<float>(n_nodes <= 2 || collnet ? g.bw_intra : g.bw_inter);
-  if (algo == Algo::nvls || algo == Algo::nvls_tree) {
+  const bool nvls_pre_2_28 = c.version <= NcclVersion::v2_27_7;
+  if (nvls_pre_2_28 && algo == Algo::nvls) {
+    // 2.26 and 2.27: the graph's speeds; 2.27 scales all-gather / reduce-scatter to the other
+    // ppn - 1 GPUs' share and 0.9 of the network.
+    bw = static_cast<float>(std::min(g.bw_intra, g.bw_inter));
+    if (c.version == NcclVersion::v2_27_7 && f != Func::all_reduce)
+      bw = std::min(static_cast<float>(g.bw_intra) * (ppn - 1.0f) / ppn,
+                    static_cast<float>(g.bw_inter) * 0.9f);
+  } else if (nvls_pre_2_28 && algo == Algo::nvls_tree) {
+    bw = static_cast<float>(std::min(g.bw_intra, n_nodes <= 2 ? g.bw_inter : g.bw_inter / 2));
+  } else if (algo == Algo::nvls || algo == Algo::nvls_tree) {
     if (g.n_channels < 2) return std::nullopt;
     float intra = static_cast<float>(g.bw_intra * k.nvls_efficiency[cc] * (g.n_channels - 1) / g.n_channels);
     if (f == Func::all_reduce)
@@ -201,7 +217,13 @@ std::optional<float> bus_bandwidth(const TuneContext& c, Func f, Algo algo, Prot
   if (algo == Algo::pat) bus *= .75f;
   if (collnet && proto != Proto::simple) bus = 0;
   if (algo == Algo::collnet_direct && proto == Proto::simple) {
-    if (f == Func::all_gather || f == Func::reduce_scatter) {
+    if ((f == Func::all_gather || f == Func::reduce_scatter) && c.version == NcclVersion::v2_26_2) {
+      // 2.26: one GPU per NIC and a corrective ratio interpolated between 1 and 8 GPUs per node.
+      bus = ppn * bw;
+      if (n_nodes > 1 && (!s.collnet_ag_rs || ppn > static_cast<float>(s.collnet_heads))) bus = 0;
+      const float w = (ppn - 1) / (8 - 1);
+      bus *= w * 0.85f + (1 - w) * 0.95f;
+    } else if (f == Func::all_gather || f == Func::reduce_scatter) {
       bus = static_cast<float>(ppn * std::min(g.bw_intra, g.bw_inter * 0.9));
     } else {
       float factor = ppn / static_cast<float>(std::max(1, g.n_channels));
@@ -210,15 +232,16 @@ std::optional<float> bus_bandwidth(const TuneContext& c, Func f, Algo algo, Prot
       if (s.min_sm >= 90) bus *= .85f;
     }
   }
-  if ((algo == Algo::nvls || algo == Algo::collnet_direct) && proto == Proto::simple &&
-      (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
+  if (c.version >= NcclVersion::v2_27_7 && (algo == Algo::nvls || algo == Algo::collnet_direct) &&
+      proto == Proto::simple && (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
     const int local = s.local_ranks > 0 ? s.local_ranks : (n_ranks + n_nodes - 1) / n_nodes;
     if (!s.collnet_support || !s.collnet_ag_rs || local > s.collnet_heads) bus = 0;
   }
   if (!(algo != Algo::ring && (f == Func::all_gather || f == Func::reduce_scatter))) {
-    float ratio = (algo == Algo::ring || algo == Algo::nvls || algo == Algo::nvls_tree)
-                      ? static_cast<float>(1.0 * n_ranks / nsteps)
-                      : .5f;
+    float ratio = .5f;
+    if (algo == Algo::ring) ratio = static_cast<float>(1.0 * n_ranks / nsteps);
+    if (algo == Algo::nvls || algo == Algo::nvls_tree)
+      ratio = nvls_pre_2_28 ? 5.0f / 6.0f : static_cast<float>(1.0 * n_ranks / nsteps);
     bus *= ratio;
   }
   return bus;
@@ -307,8 +330,16 @@ void apply_enables(const CommShape& s, const NcclEnv& env, NcclVersion version, 
         int pe = m.proto[idx(f)][idx(proto)];
         if (pe == 2 && proto == Proto::ll128) {
           pe = 1;
-          if (env.ll128_c2c && s.min_sm >= 90) pe &= g.type_inter <= PathType::pxn;
-          else pe &= g.type_inter <= PathType::pxb;
+          if (version == NcclVersion::v2_26_2) {
+            // 2.26: PXB, or PXN from Hopper on (no NCCL_LL128_C2C), and only on the SMs it was
+            // tested on (70, 80, 90, 100, 120).
+            pe &= g.type_inter <= PathType::pxb || (s.min_sm >= 90 && g.type_inter <= PathType::pxn);
+            pe &= s.min_sm == 70 || s.min_sm == 80 || s.min_sm == 90 || s.min_sm == 100 || s.min_sm == 120;
+          } else if (env.ll128_c2c && s.min_sm >= 90) {
+            pe &= g.type_inter <= PathType::pxn;
+          } else {
+            pe &= g.type_inter <= PathType::pxb;
+          }
           pe &= g.type_intra <= PathType::nvb;
           pe &= k.ll128_mixed_sm90 ? (s.min_sm == s.max_sm || s.min_sm >= 90) : (s.min_sm == s.max_sm);
           pe &= !(s.min_sm < 70 || (s.min_sm == 90 && s.cudart_version == 11080 && f == Func::all_reduce && algo == Algo::ring && n_ranks == 2));
@@ -329,7 +360,7 @@ TuneTables tune_model(const CommShape& s, const NcclEnv& env, NcclVersion versio
   const int n_ranks = s.n_ranks;
   if (n_ranks <= 1) return t;
 
-  const TuneContext c(s, env, k);
+  const TuneContext c(s, env, version);
   for (Func f : kAllFuncs) {
     const int coll = idx(f);
     const int nsteps = f == Func::all_reduce                                  ? 2 * (n_ranks - 1)
@@ -368,9 +399,18 @@ Selection select_algorithm(const TuneTables& t, const CommShape& s, Func f, std:
     for (Algo algo : kAllAlgos) {
       const int a = idx(algo);
       if ((algo == Algo::collnet_direct || algo == Algo::collnet_chain) && !s.collnet_support) continue;
-      if ((algo == Algo::collnet_direct || algo == Algo::collnet_chain) && local > kMaxDirectArity + 1) continue;
+      // CollNet Chain is limited to 8 GPUs per node like Direct from 2.28 on.
+      if ((algo == Algo::collnet_direct ||
+           (algo == Algo::collnet_chain && t.version >= NcclVersion::v2_28_9)) &&
+          local > kMaxDirectArity + 1)
+        continue;
       if ((algo == Algo::nvls || algo == Algo::nvls_tree) && (!nvls_support || (f != Func::all_reduce && local > kMaxNvlsArity))) continue;
       if (algo == Algo::nvls && !s.collnet_support && s.n_nodes > 1) continue;
+      // 2.26 runs NVLS all-gather / reduce-scatter on one node of at most 32 ranks only.
+      if (t.version == NcclVersion::v2_26_2 && algo == Algo::nvls &&
+          (f == Func::all_gather || f == Func::reduce_scatter) &&
+          (s.n_nodes > 1 || s.n_ranks > kMaxNvlsArity))
+        continue;
       for (Proto proto : kAllProtos) {
         const int p = idx(proto);
         float bw = t.bandwidth_GBps[coll][a][p];
@@ -427,7 +467,10 @@ Selection select_algorithm(const TuneTables& t, const CommShape& s, Func f, std:
       sw /= 2;
     }
   } else if (sel.algo == Algo::nvls || sel.algo == Algo::nvls_tree) {
-    nc = (s.n_nodes > 1 && sel.algo == Algo::nvls) ? std::min(t.nvls_channels, t.comm_channels) : t.nvls_channels;
+    // From 2.28 NVLS across nodes (with CollNet) runs on at most the collective channels.
+    nc = (t.version >= NcclVersion::v2_28_9 && s.n_nodes > 1 && sel.algo == Algo::nvls)
+             ? std::min(t.nvls_channels, t.comm_channels)
+             : t.nvls_channels;
   } else {
     while (b < static_cast<long double>(nc) * nt * threshold && nc >= 2) --nc;
   }

@@ -44,8 +44,9 @@ void sm100_multi_node(const NvlsCommInputs& in, NvlsTuning& t, std::uint64_t& tr
 
 NvlsTuning nccl_nvls_tuning(const NvlsCommInputs& in, const NcclEnv& env) {
   NvlsTuning t;
-  // NVLS_NCHANNELS_SM90 16; Blackwell 24 inside one NVLink domain (NVL), 32 across.
-  t.channels = in.sm >= 100 ? (in.nodes > 1 ? 32 : 24) : 16;
+  // NVLS_NCHANNELS_SM90 16; Blackwell 24 inside one NVLink domain (NVL), 32 across (2.26: 32 both).
+  const bool sm100_32 = in.nodes > 1 || in.version <= NcclVersion::v2_26_2;
+  t.channels = in.sm >= 100 ? (sm100_32 ? 32 : 24) : 16;
   t.chunk_bytes = 128 * KiB;
   std::uint64_t tree_max = 0;  // 0: not set by the tuning
   if (in.version >= NcclVersion::v2_30_7 && in.sm >= 100 && in.nodes > 1) sm100_multi_node(in, t, tree_max);

@@ -51,6 +51,31 @@ TunerConstants make_2_28_9() {
   return c;
 }
 
+// NVIDIA/nccl tag v2.26.2-1 (tuning.cc identical up to v2.26.6-1): differences from 2.28.9 in the
+// tables. Its NVLS formulas and enable rules are release checks in nccl_tuner.cpp.
+TunerConstants make_2_26_2() {
+  TunerConstants c = make_2_28_9();
+  c.source = "NVIDIA/nccl tag v2.26.2-1, src/graph/tuning.cc";
+  c.hw_latency_us[idx(Hw::net)][idx(Algo::nvls_tree)][idx(Proto::simple)] = 14;
+  // Blackwell rows were Hopper's doubled: {2*36.7, ...}, {2*36.7, 2*36.7, 2*29.0}, {2*38.7, 2*41.4, 2*36.0}.
+  for (double& x : c.per_ch_max_ring_ll128_bw[3]) x = 2 * 36.7;
+  c.per_ch_max_tree_ll128_bw[3][0] = 2 * 36.7;
+  c.per_ch_max_tree_ll128_bw[3][1] = 2 * 36.7;
+  c.per_ch_max_tree_ll128_bw[3][2] = 2 * 29.0;
+  c.per_ch_max_tree_bw[3][0] = 2 * 38.7;
+  c.per_ch_max_tree_bw[3][1] = 2 * 41.4;
+  c.per_ch_max_tree_bw[3][2] = 2 * 36.0;
+  // No perChMaxNVLSTreeBws and no nvlsEfficiency before 2.28: the NVLS formulas do not read them.
+  return c;
+}
+
+// NVIDIA/nccl tag v2.27.7-1 (= v2.27.6-1): its tables are 2.26's.
+TunerConstants make_2_27_7() {
+  TunerConstants c = make_2_26_2();
+  c.source = "NVIDIA/nccl tag v2.27.7-1, src/graph/tuning.cc";
+  return c;
+}
+
 // NVIDIA/nccl tag v2.29.3-1 (v2.29.2-1 has the same tuning.cc): differences from 2.28.9 only.
 TunerConstants make_2_29_3() {
   TunerConstants c = make_2_28_9();
@@ -106,12 +131,19 @@ struct Modeled {
   Release release;
   NcclVersion version;
 };
-// Releases whose tuning.cc a table reproduces, oldest first (2.29.2 and 2.29.3 share one tuning.cc).
-constexpr std::array<Modeled, 5> kModeled{{{{2, 28, 9}, NcclVersion::v2_28_9},
-                                           {{2, 29, 2}, NcclVersion::v2_29_3},
-                                           {{2, 29, 3}, NcclVersion::v2_29_3},
-                                           {{2, 29, 7}, NcclVersion::v2_29_7},
-                                           {{2, 30, 7}, NcclVersion::v2_30_7}}};
+// Releases whose rules a table reproduces, oldest first (2.26.2-2.26.6, 2.27.6-2.27.7 and 2.29.2-2.29.3
+// share one: the files the model follows are the same).
+constexpr std::array<Modeled, 11> kModeled{{{{2, 26, 2}, NcclVersion::v2_26_2},
+                                            {{2, 26, 3}, NcclVersion::v2_26_2},
+                                            {{2, 26, 5}, NcclVersion::v2_26_2},
+                                            {{2, 26, 6}, NcclVersion::v2_26_2},
+                                            {{2, 27, 6}, NcclVersion::v2_27_7},
+                                            {{2, 27, 7}, NcclVersion::v2_27_7},
+                                            {{2, 28, 9}, NcclVersion::v2_28_9},
+                                            {{2, 29, 2}, NcclVersion::v2_29_3},
+                                            {{2, 29, 3}, NcclVersion::v2_29_3},
+                                            {{2, 29, 7}, NcclVersion::v2_29_7},
+                                            {{2, 30, 7}, NcclVersion::v2_30_7}}};
 
 }  // namespace
 
@@ -119,6 +151,8 @@ NcclVersion default_nccl_version() { return NcclVersion::v2_28_9; }
 
 std::string to_string(NcclVersion v) {
   switch (v) {
+    case NcclVersion::v2_26_2: return "2.26.2";
+    case NcclVersion::v2_27_7: return "2.27.7";
     case NcclVersion::v2_28_9: return "2.28.9";
     case NcclVersion::v2_29_3: return "2.29.3";
     case NcclVersion::v2_29_7: return "2.29.7";
@@ -130,16 +164,19 @@ std::string to_string(NcclVersion v) {
 NcclVersion parse_nccl_version(std::string_view text, std::string_view what) {
   std::string t(text);
   if (!t.empty() && (t[0] == 'v' || t[0] == 'V')) t.erase(0, 1);
+  if (t == "2.26") return NcclVersion::v2_26_2;
+  if (t == "2.27") return NcclVersion::v2_27_7;
   if (t == "2.28") return NcclVersion::v2_28_9;
   if (t == "2.29") return NcclVersion::v2_29_7;
   if (t == "2.30" || t == "head" || t == "HEAD") return NcclVersion::v2_30_7;
   if (const auto r = parse_release(t))
     for (const auto& m : kModeled)
       if (m.release == *r) return m.version;
-  throw InputError(fmt::format(
-      "{}: NCCL version '{}' has no tuning table here; expected 2.28.9, 2.29.2, 2.29.3, 2.29.7 or 2.30.7 (or "
-      "2.28, 2.29, 2.30, head)",
-      what, text));
+  throw InputError(
+      fmt::format("{}: NCCL version '{}' has no tuning table here; expected 2.26.2, 2.26.3, 2.26.5, "
+                  "2.26.6, 2.27.6, 2.27.7, 2.28.9, 2.29.2, 2.29.3, 2.29.7 or 2.30.7 (or a line 2.26 "
+                  "... 2.30, or head)",
+                  what, text));
 }
 
 std::optional<VersionMatch> match_printed_version(std::string_view printed) {
@@ -162,11 +199,15 @@ std::optional<VersionMatch> match_printed_version(std::string_view printed) {
 }
 
 const TunerConstants& tuner_constants(NcclVersion v) {
+  static const TunerConstants o = make_2_26_2();
+  static const TunerConstants p = make_2_27_7();
   static const TunerConstants a = make_2_28_9();
   static const TunerConstants b = make_2_29_3();
   static const TunerConstants c = make_2_29_7();
   static const TunerConstants d = make_2_30_7();
   switch (v) {
+    case NcclVersion::v2_26_2: return o;
+    case NcclVersion::v2_27_7: return p;
     case NcclVersion::v2_28_9: return a;
     case NcclVersion::v2_29_3: return b;
     case NcclVersion::v2_29_7: return c;

@@ -1,8 +1,20 @@
 #pragma once
 // NCCL's tuning constants, one table per NCCL version, copied as numbers from
 // src/graph/tuning.cc (ncclTunerConstantsDefaults, nvlsEfficiency, treeCorrectionFactor) and
-// src/graph/topo.h. The versions kept differ for Blackwell only (tags of NVIDIA/nccl):
-//   v2_28_9 : v2.28.9-1 (the NCCL the project's calibration bench builds against; default)
+// src/graph/topo.h, and the rules that changed between releases (tags of NVIDIA/nccl):
+//   v2_26_2 : v2.26.2-1 (tuning.cc, search.cc, nvls.cc and connect.cc identical up to v2.26.6-1):
+//             NVLS / NVLSTree bandwidth min(bwIntra, bwInter) (NVLSTree bwInter / 2 from 3 nodes)
+//             at 5/6 algorithm-to-bus ratio, no NVLSTree cap, NVLSTree network latency 14 us,
+//             Blackwell per-channel caps at twice Hopper's, LL128 only on SM 70/80/90/100/120,
+//             NVLS all-gather / reduce-scatter on one node only, Blackwell NVLS on 32 channels,
+//             and the collective channels raised to the NVLS channels where fewer.
+//   v2_27_7 : v2.27.7-1 (= v2.27.6-1): as 2.26 but NVLS all-gather / reduce-scatter at
+//             min(bwIntra (ppn-1)/ppn, 0.9 bwInter) and across nodes with CollNet, LL128 on every
+//             SM >= 70 (NCCL_LL128_C2C), Blackwell NVLS on 24 channels inside one NVLink domain,
+//             Blackwell search speeds 18 (intra), 96 and 45.1 (inter).
+//   v2_28_9 : v2.28.9-1 (the NCCL the project's calibration bench builds against; default):
+//             nvlsEfficiency in the NVLS bandwidth, NVLSTree caps, network latency 20.9 us,
+//             Blackwell tables of their own, NVLS across nodes on at most the collective channels.
 //   v2_29_3 : v2.29.3-1 (tuning.cc identical in v2.29.2-1): Ring LL128 per-channel cap on Blackwell
 //             34.5/34.6/34.5 GB/s (was 73.4/34.6/73.4); the tree correction also applies to
 //             NVLSTree AllReduce on Blackwell x86.
@@ -17,12 +29,13 @@
 
 namespace commstack::select {
 
-enum class NcclVersion { v2_28_9, v2_29_3, v2_29_7, v2_30_7 };
+// Oldest first: the code compares versions (a rule "from 2.29.3 on" is `v >= v2_29_3`).
+enum class NcclVersion { v2_26_2, v2_27_7, v2_28_9, v2_29_3, v2_29_7, v2_30_7 };
 NcclVersion default_nccl_version();
 std::string to_string(NcclVersion v);
-// A modeled version by name: "2.28.9", "2.29.2", "2.29.3", "2.29.7", "2.30.7" (also "v2.29.3-1"), a
-// line "2.28" / "2.29" / "2.30" (its newest modeled release), "head" (= 2.30.7); InputError naming
-// `what` otherwise.
+// A modeled version by name: "2.26.2" (.3, .5, .6), "2.27.6", "2.27.7", "2.28.9", "2.29.2", "2.29.3",
+// "2.29.7", "2.30.7" (also "v2.29.3-1"), a line "2.26" ... "2.30" (its newest modeled release),
+// "head" (= 2.30.7); InputError naming `what` otherwise.
 NcclVersion parse_nccl_version(std::string_view text, std::string_view what);
 
 // The tuning model to use for the NCCL version a log printed ("2.26.2", "2.29.3+cuda12.8",

@@ -111,8 +111,8 @@ commstack_cli_test(NAME stack_validate_nccl_version_from_log
   MATCH "profile a100 \\([^)]*\\), NCCL 2\\.29\\.3 selection")
 commstack_cli_error_test(NAME stack_validate_nccl_version_unknown
   ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt
-       --nodes 1 --gpus-per-node 8 --nccl-version 2.27
-  MATCH "commstack: error: --nccl-version: NCCL version '2.27' has no tuning table here")
+       --nodes 1 --gpus-per-node 8 --nccl-version 2.25
+  MATCH "commstack: error: --nccl-version: NCCL version '2.25' has no tuning table here")
 commstack_cli_test(NAME stack_collective_nccl_version
   ARGS collective --cluster hgx-b200 --nodes 1 --op allgather --profile auto --nccl-version 2.29.3 -b 64M -e 64M --breakdown
   MATCH "67108864 Ring/Simple/32")

@@ -162,6 +162,10 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
   CHECK(parse_nccl_version("v2.30.7-1", "x") == NcclVersion::v2_30_7);
   CHECK(parse_nccl_version("2.29.2", "x") == NcclVersion::v2_29_3);  // same tuning.cc as 2.29.3
   CHECK(parse_nccl_version("2.29", "x") == NcclVersion::v2_29_7);
+  CHECK(parse_nccl_version("2.26", "x") == NcclVersion::v2_26_2);
+  CHECK(parse_nccl_version("2.26.5", "x") == NcclVersion::v2_26_2);
+  CHECK(parse_nccl_version("2.27", "x") == NcclVersion::v2_27_7);
+  CHECK_THROWS_AS(parse_nccl_version("2.27.3", "--nccl-version"), commstack::InputError);
   CHECK(parse_nccl_version("head", "x") == NcclVersion::v2_30_7);
   CHECK_THROWS_AS(parse_nccl_version("2.18", "--nccl-version"), commstack::InputError);
   CHECK_THROWS_AS(parse_nccl_version("2.29.5", "--nccl-version"), commstack::InputError);
@@ -173,6 +177,57 @@ TEST_CASE("select: Blackwell constants differ between NCCL 2.28.9, 2.29.3, 2.29.
   double r30 = tune_model(s, env, NcclVersion::v2_30_7).bandwidth_GBps[idx(Func::all_gather)][idx(Algo::ring)][idx(Proto::ll128)];
   CHECK(r28 == approx(std::min(16 * 80.0 * 0.92, 16 * 73.4) * 8 / 7).epsilon(1e-5));
   CHECK(r30 == approx(16 * 40.0 * 8 / 7).epsilon(1e-5));
+}
+
+TEST_CASE("select: NCCL 2.26 and 2.27 price NVLS at the graph's speeds and raise the channels to NVLS's") {
+  // One H100 node: rings of 12 x 30 GB/s (24 coll channels after duplication, here 12 to see the
+  // raise), an NVLS graph of 8 heads at 40 GB/s, 16 NVLS channels.
+  CommShape s;
+  s.n_ranks = 8;
+  s.n_nodes = 1;
+  s.min_sm = s.max_sm = 90;
+  s.ring = {12, 30.0, 30.0, PathType::nvl, PathType::loc, 0, true, 4};
+  s.tree = s.ring;
+  s.nvls = {8, 40.0, 40.0, PathType::nvl, PathType::loc, 0, true, 5};
+  s.nvls_support = true;
+  s.nvls_channels = 16;
+  s.n_channels = 12;
+  const int ar = idx(Func::all_reduce), ag = idx(Func::all_gather), nvls = idx(Algo::nvls),
+            simple = idx(Proto::simple);
+  const TuneTables v226 = tune_model(s, {}, NcclVersion::v2_26_2);
+  const TuneTables v227 = tune_model(s, {}, NcclVersion::v2_27_7);
+  const TuneTables v228 = tune_model(s, {}, NcclVersion::v2_28_9);
+  // 2.26 / 2.27 all-reduce: 8 x min(40, 40) x 5/6. 2.28: min(40 x 0.85 x 7/8 x 2, 40) x 8 x 8/14.
+  CHECK(v226.bandwidth_GBps[ar][nvls][simple] == approx(8 * 40.0 * 5 / 6).epsilon(1e-6));
+  CHECK(v227.bandwidth_GBps[ar][nvls][simple] == approx(8 * 40.0 * 5 / 6).epsilon(1e-6));
+  CHECK(v228.bandwidth_GBps[ar][nvls][simple] == approx(8 * 40.0 * 8 / 14).epsilon(1e-6));
+  // All-gather: 2.26 the graph's 40; 2.27 min(40 x 7/8, 0.9 x 40); 2.28 min(40 x 0.85 x 7/8 x 7/8, 40).
+  CHECK(v226.bandwidth_GBps[ag][nvls][simple] == approx(8 * 40.0).epsilon(1e-6));
+  CHECK(v227.bandwidth_GBps[ag][nvls][simple] == approx(8 * 35.0).epsilon(1e-6));
+  CHECK(v228.bandwidth_GBps[ag][nvls][simple] == approx(8 * 40.0 * 0.85 * 7 / 8 * 7 / 8).epsilon(1e-5));
+  // 2.26 / 2.27 raise the communicator's 12 channels to the 16 NVLS ones (connect.cc); 2.28 does not.
+  CHECK(v226.comm_channels == 16);
+  CHECK(v227.comm_channels == 16);
+  CHECK(v228.comm_channels == 12);
+  s.nvls_support = false;
+  CHECK(tune_model(s, {}, NcclVersion::v2_26_2).comm_channels == 12);
+  // NVLSTree's network latency was 14 us before 2.28's 20.9.
+  CHECK(tuner_constants(NcclVersion::v2_26_2).hw_latency_us[2][5][2] == approx(14.0));
+  CHECK(tuner_constants(NcclVersion::v2_27_7).hw_latency_us[2][5][2] == approx(14.0));
+}
+
+TEST_CASE("select: NCCL 2.26 enables LL128 only on the SMs it lists; 2.27 on every SM from 70") {
+  // B300 (SM 103) on NVLink: 2.26's switch (70, 80, 90, 100, 120) leaves it out.
+  CommShape s = b200_node(16, 45.0);
+  s.min_sm = s.max_sm = 103;
+  const int ag = idx(Func::all_gather), ring = idx(Algo::ring), ll128 = idx(Proto::ll128);
+  CHECK(tune_model(s, {}, NcclVersion::v2_26_2).bandwidth_GBps[ag][ring][ll128] == 0);
+  CHECK(tune_model(s, {}, NcclVersion::v2_27_7).bandwidth_GBps[ag][ring][ll128] > 0);
+  s.min_sm = s.max_sm = 100;
+  CHECK(tune_model(s, {}, NcclVersion::v2_26_2).bandwidth_GBps[ag][ring][ll128] > 0);
+  // 2.26's Blackwell caps were Hopper's doubled: 16 x 73.4 would not bind, 16 x 45 x 0.92 does.
+  CHECK(tuner_constants(NcclVersion::v2_26_2).per_ch_max_ring_ll128_bw[3][1] == approx(73.4));
+  CHECK(tuner_constants(NcclVersion::v2_26_2).per_ch_max_tree_bw[3][2] == approx(72.0));
 }
 
 TEST_CASE("select: the NCCL version a log printed picks the nearest modeled tuning model") {
@@ -191,7 +246,11 @@ TEST_CASE("select: the NCCL version a log printed picks the nearest modeled tuni
   CHECK(match("2.29.6") == std::pair{NcclVersion::v2_29_7, false});
   CHECK(match("2.30.3") == std::pair{NcclVersion::v2_30_7, false});  // same line, although newer
   CHECK(match("2.28.3") == std::pair{NcclVersion::v2_28_9, false});
-  CHECK(match("2.26.2") == std::pair{NcclVersion::v2_28_9, false});  // older than every table: the oldest
+  CHECK(match("2.26.2+cuda12.8") == std::pair{NcclVersion::v2_26_2, true});
+  CHECK(match("2.26.6") == std::pair{NcclVersion::v2_26_2, true});  // same rules 2.26.2 - 2.26.6
+  CHECK(match("2.27.6") == std::pair{NcclVersion::v2_27_7, true});
+  CHECK(match("2.27.3") == std::pair{NcclVersion::v2_27_7, false});  // same line
+  CHECK(match("2.18.5") == std::pair{NcclVersion::v2_26_2, false});  // older than every table: the oldest
   CHECK(match("2.31.1") == std::pair{NcclVersion::v2_30_7, false});  // newer: the newest older one
   CHECK_FALSE(match_printed_version("not"));
   CHECK_FALSE(match_printed_version("2.29"));

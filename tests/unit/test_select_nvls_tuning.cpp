@@ -38,6 +38,14 @@ TEST_CASE("nvls tuning: 2.28.9 fixes channels per generation and caps NVLSTree a
   check(tune(NcclVersion::v2_29_7, 100, 2, 8, 48), 32, 128 * KiB, 128 * KiB);
 }
 
+TEST_CASE("nvls tuning: Blackwell inside one NVLink domain runs 32 NVLS channels under 2.26, 24 from 2.27") {
+  // v2.26.2-1 src/transport/nvls.cc has NVLS_NCHANNELS_SM100 32 only; v2.27.7-1 adds _NVL 24.
+  check(tune(NcclVersion::v2_26_2, 100, 1, 8, 0), 32, 128 * KiB, 128 * KiB);
+  check(tune(NcclVersion::v2_27_7, 100, 1, 8, 0), 24, 128 * KiB, 128 * KiB);
+  check(tune(NcclVersion::v2_26_2, 100, 2, 8, 48), 32, 128 * KiB, 128 * KiB);
+  check(tune(NcclVersion::v2_26_2, 90, 1, 8, 0), 16, 128 * KiB, 128 * KiB);
+}
+
 TEST_CASE(
     "nvls tuning: 2.30.7 tunes Blackwell across domains from the NIC path, ranks per domain and path type") {
   const auto v = NcclVersion::v2_30_7;

@@ -142,3 +142,19 @@ TEST_CASE("search: NCCL 2.30's Blackwell speeds let a 90 GB/s NIC path carry 86 
   CHECK(new_speeds.ring.bw_inter == approx(43.0));
   CHECK(new_speeds.comm_channels == 32);
 }
+
+TEST_CASE("search: NCCL 2.26's Blackwell speeds have 45 where later releases have 45.1") {
+  // A NIC path of 45.05 GB/s: 2.26.2's sm100 inter speeds (48, 45, 42, ...) fit one 45 GB/s channel
+  // per NIC, 8 x 45 = 360, which no slower speed beats. From 2.27 the list reads 48, 45.1, 42: one of
+  // 42 per NIC (336), then two of 22 (352), then three of 15 per NIC, 24 x 15 = 360. Neither is
+  // duplicated (Blackwell below 50 GB/s with more than 4 channels).
+  SearchNode node = with_nics(one_node(100, 18), 8, 45.05);
+  node.version = NcclVersion::v2_26_2;
+  const SearchedGraphs v226 = search_nvswitch_node(node);
+  CHECK(v226.ring.n_channels == 8);
+  CHECK(v226.ring.bw_inter == approx(45.0));
+  node.version = NcclVersion::v2_28_9;
+  const SearchedGraphs v228 = search_nvswitch_node(node);
+  CHECK(v228.ring.n_channels == 24);
+  CHECK(v228.ring.bw_inter == approx(15.0));
+}

@@ -274,9 +274,10 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
   const auto run = load_with({{"NCCL_ALGO", "Ring"}, {"NCCL_MAX_CTAS", "8"}});
   CHECK(run.knobs.env.algo.value_or("") == "Ring");
   CHECK(run.knobs.env.max_ctas == 8);
-  REQUIRE(run.notes.size() == 3);  // the two settings, then the NCCL version the log printed (2.26.2)
+  // The two settings; the NCCL version the log printed (2.26.2) has its own rules: no note.
+  REQUIRE(run.notes.size() == 2);
   CHECK(run.notes[0].find("NCCL_ALGO=Ring (line 1 of the log)") != std::string::npos);
-  CHECK(run.notes[2].find("NCCL 2.26.2") != std::string::npos);
+  CHECK(run.knobs.nccl_version == select::NcclVersion::v2_26_2);
   const auto v = fit::validate_run(run, sim::stack::default_profile(90));
   for (const auto& row : v.rows) {
     CHECK(row.prediction.algorithm == "Ring");
@@ -308,14 +309,31 @@ TEST_CASE("stack: the NCCL version the log printed picks the tuning model, a key
       std::string("dgx-a100"));
   CHECK(modal.knobs.nccl_version == NcclVersion::v2_29_3);
   CHECK(modal.notes.empty());
-  // qoofyk's H100 sweep quotes "NCCL version 2.26.2+cuda12.8": no table, 2.28.9's is used and noted.
+  // qoofyk's H100 sweep quotes "NCCL version 2.26.2+cuda12.8": 2.26's rules, nothing to note.
   const std::string qoofyk = data("nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt");
-  const auto old = fit::load_measured_run(fit::parse_run_spec(qoofyk + "@nodes=2,gpus_per_node=8", "--input"),
+  const auto v226 = fit::load_measured_run(
+      fit::parse_run_spec(qoofyk + "@nodes=2,gpus_per_node=8", "--input"), std::string("dgx-h100"));
+  CHECK(v226.knobs.nccl_version == NcclVersion::v2_26_2);
+  CHECK(v226.notes.empty());
+  // The same sweep as if NCCL 2.25.1 had printed it: no table; the oldest (2.26.2) is used and noted.
+  const std::string path = "test_all_reduce_nccl_2_25.txt";
+  {
+    std::ifstream in(qoofyk);
+    std::stringstream body;
+    body << in.rdbuf();
+    std::string text = body.str();
+    const auto at = text.find("2.26.2+cuda12.8");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 6, "2.25.1");
+    std::ofstream(path) << text;
+  }
+  const auto old = fit::load_measured_run(fit::parse_run_spec(path + "@nodes=2,gpus_per_node=8", "--input"),
                                           std::string("dgx-h100"));
-  CHECK(old.knobs.nccl_version == NcclVersion::v2_28_9);
+  std::remove(path.c_str());
+  CHECK(old.knobs.nccl_version == NcclVersion::v2_26_2);
   REQUIRE(old.notes.size() == 1);
-  CHECK(old.notes[0].find("produced by NCCL 2.26.2") != std::string::npos);
-  CHECK(old.notes[0].find("NCCL 2.28.9's tuning model") != std::string::npos);
+  CHECK(old.notes[0].find("produced by NCCL 2.25.1") != std::string::npos);
+  CHECK(old.notes[0].find("NCCL 2.26.2's tuning model") != std::string::npos);
   // nccl_version= wins, silently.
   const auto keyed = fit::load_measured_run(
       fit::parse_run_spec(qoofyk + "@nodes=2,gpus_per_node=8,nccl_version=2.30.7", "--input"),
