@@ -313,6 +313,10 @@ void apply_enables(const CommShape& s, const NcclEnv& env, NcclVersion version, 
   EnableMatrix m;
   if (env.proto) apply_nccl_list(*env.proto, "NCCL_PROTO", false, m);
   if (env.algo) apply_nccl_list(*env.algo, "NCCL_ALGO", true, m);
+  for (Func f : kAllFuncs) {
+    for (Algo algo : kAllAlgos) t.user_algo[idx(f)][idx(algo)] = m.algo[idx(f)][idx(algo)] != 0;
+    for (Proto proto : kAllProtos) t.user_proto[idx(f)][idx(proto)] = m.proto[idx(f)][idx(proto)] != 0;
+  }
   for (Func f : kAllFuncs)
     for (Algo algo : kAllAlgos) {
       bool disable = false;
@@ -346,6 +350,61 @@ void apply_enables(const CommShape& s, const NcclEnv& env, NcclVersion version, 
         }
         if (pe == 0 || m.algo[idx(f)][idx(algo)] == 0) t.bandwidth_GBps[idx(f)][idx(algo)][idx(proto)] = 0;
       }
+}
+
+// Why NCCL would not run `algo` for this call, in the user's words (the algorithm is one the
+// user's NCCL_ALGO leaves on).
+std::string unavailable_reason(const TuneTables& t, const CommShape& s, Func f, Algo algo) {
+  const bool ag_rs = f == Func::all_gather || f == Func::reduce_scatter;
+  const int local = s.local_ranks > 0 ? s.local_ranks : (s.n_ranks + s.n_nodes - 1) / s.n_nodes;
+  if ((f == Func::broadcast || f == Func::reduce) && algo != Algo::ring)
+    return "broadcast and reduce run Ring only";
+  if (algo == Algo::tree && f != Func::all_reduce) return "all-reduce only";
+  if ((algo == Algo::nvls_tree || algo == Algo::collnet_chain) && f != Func::all_reduce)
+    return "all-reduce only";
+  if (algo == Algo::pat && !ag_rs) return "all-gather and reduce-scatter only";
+  if (algo == Algo::pat && s.n_nodes != s.n_ranks) return "one GPU per node only";
+  if (algo == Algo::collnet_direct || algo == Algo::collnet_chain) {
+    if (!s.collnet_support) return "needs a CollNet (SHARP) plugin: --collnet on";
+    if (local > kMaxDirectArity + 1) return "at most 8 GPUs per node";
+  }
+  if (algo == Algo::nvls || algo == Algo::nvls_tree) {
+    if (!s.nvls_support)
+      return "no NVLink SHARP here (an NVSwitch of Hopper or later with more than 2 GPUs in the domain, "
+             "and --nvls not off)";
+    if (algo == Algo::nvls_tree && s.n_nodes == 1)
+      return "needs more than one NVLink domain; NVLS is its one-domain form";
+    if (algo == Algo::nvls && s.n_nodes > 1 && !s.collnet_support)
+      return "spans one NVLink domain (across domains only with CollNet, --collnet on); NVLSTree is its "
+             "multi-domain form";
+    if (ag_rs && local > kMaxNvlsArity) return "all-gather / reduce-scatter with at most 32 GPUs per domain";
+    if (ag_rs && s.n_nodes > 1)
+      return t.version <= NcclVersion::v2_26_2
+                 ? "all-gather / reduce-scatter on one NVLink domain only (NCCL 2.26)"
+                 : "all-gather / reduce-scatter across domains need CollNet's all-gather / reduce-scatter "
+                   "and a NIC head per GPU";
+  }
+  bool any_proto = false;
+  for (Proto proto : kAllProtos) any_proto = any_proto || t.user_proto[idx(f)][idx(proto)];
+  if (!any_proto) return "NCCL_PROTO leaves no protocol";
+  if (algo == Algo::nvls || algo == Algo::nvls_tree || algo == Algo::pat || algo == Algo::collnet_direct ||
+      algo == Algo::collnet_chain)
+    return "runs Simple only";
+  return "its protocols are off (NCCL_PROTO, or LL128 on this topology)";
+}
+
+std::string nothing_left_message(const TuneTables& t, const CommShape& s, Func f) {
+  std::string reasons;
+  for (Algo algo : kAllAlgos) {
+    if (!t.user_algo[idx(f)][idx(algo)]) continue;
+    reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", to_string(algo),
+                           unavailable_reason(t, s, f, algo));
+  }
+  if (reasons.empty()) reasons = "NCCL_ALGO leaves no algorithm for it";
+  return fmt::format(
+      "no algorithm/protocol available for {} on {} ranks in {} NVLink domain{}: {}. Choose others with "
+      "--algo / --proto (NCCL_ALGO / NCCL_PROTO)",
+      to_string(f), s.n_ranks, s.n_nodes, s.n_nodes == 1 ? "" : "s", reasons);
 }
 
 }  // namespace
@@ -444,9 +503,7 @@ Selection select_algorithm(const TuneTables& t, const CommShape& s, Func f, std:
           found = true;
         }
       }
-    if (!found)
-      throw InputError(fmt::format("no algorithm/protocol available for {} (check NCCL_ALGO / NCCL_PROTO and the communicator shape)",
-                                   to_string(f)));
+    if (!found) throw InputError(nothing_left_message(t, s, f));
     sel.best_time_us = best;
   }
 

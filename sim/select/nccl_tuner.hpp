@@ -63,6 +63,10 @@ struct TuneTables {
   long thread_threshold[kNumAlgos][kNumProtos] = {};
   int comm_channels = 1;  // after NCCL_MIN/MAX_CTAS
   int nvls_channels = 0;
+  // What the user's NCCL_ALGO / NCCL_PROTO lists leave on (before NCCL's own rules), to say why a
+  // call has nothing left.
+  bool user_algo[kNumFuncs][kNumAlgos] = {};
+  bool user_proto[kNumFuncs][kNumProtos] = {};
 };
 
 // ncclTopoTuneModel. Throws InputError for impossible shapes or bad NCCL_* values.

@@ -102,6 +102,9 @@ commstack_cli_error_test(NAME stack_collective_bad_collnet
 commstack_cli_test(NAME stack_collective_cuda_graph
   ARGS collective --cluster dgx-a100 --nodes 1 --profile auto --gpus-per-thread 8 --cuda-graph on -b 8 -e 8 --breakdown
   MATCH "# +8 Ring/LL/1 launch [0-9.]+ alg-lat")
+commstack_cli_error_test(NAME stack_collective_forced_algo_unavailable
+  ARGS collective --cluster dgx-h100 --nodes 2 --algo nvls -b 1M -e 1M
+  MATCH "commstack: error: no algorithm/protocol available for AllReduce on 16 ranks in 2 NVLink domains: NVLS: spans one NVLink domain \\(across domains only with CollNet, --collnet on\\); NVLSTree is its multi-domain form")
 commstack_cli_error_test(NAME stack_collective_bad_cuda_graph
   ARGS collective --cluster dgx-a100 --nodes 1 --profile auto --cuda-graph 2
   MATCH "commstack: error: --cuda-graph: unknown '2'; expected on or off")

@@ -101,9 +101,28 @@ TEST_CASE("select: NCCL_ALGO / NCCL_PROTO forcing, exclusion and per-function li
   Selection c = select_algorithm(tune_model(s, env), s, Func::all_reduce, 128);
   CHECK(c.algo == Algo::tree);
   CHECK(c.proto != Proto::ll);
-  env.algo = "tree";  // Broadcast only supports Ring: nothing left -> InputError
+  env.algo = "tree";  // Broadcast only supports Ring: nothing left -> InputError saying why
   env.proto.reset();
-  CHECK_THROWS_AS(select_algorithm(tune_model(s, env), s, Func::broadcast, 1024), commstack::InputError);
+  CHECK_THROWS_WITH_AS(select_algorithm(tune_model(s, env), s, Func::broadcast, 1024),
+                       doctest::Contains("for Broadcast on 24 ranks in 3 NVLink domains: Tree: broadcast and "
+                                         "reduce run Ring only"),
+                       commstack::InputError);
+  // Each algorithm the user left on gets its reason: NVLS needs one domain (or CollNet), NVLSTree is
+  // fine across domains but runs Simple only, which NCCL_PROTO=LL excludes.
+  env.algo = "nvls,nvlstree";
+  env.proto = "LL";
+  const std::string both = [&] {
+    try {
+      select_algorithm(tune_model(s, env), s, Func::all_reduce, 1 << 20);
+    } catch (const commstack::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  CHECK(both.find("NVLS: spans one NVLink domain") != std::string::npos);
+  CHECK(both.find("NVLSTree: runs Simple only") != std::string::npos);
+  CHECK(both.find("--algo / --proto") != std::string::npos);
+  env.proto.reset();
   env.algo = "tree,bogus";
   CHECK_THROWS_WITH_AS(tune_model(s, env), doctest::Contains("NCCL_ALGO"), commstack::InputError);
   env.algo = "ring;tree";  // second entry without prefix
