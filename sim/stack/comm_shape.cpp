@@ -39,10 +39,11 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   // NCCL sees NVLink at 20 / 20.6 / 40.1 GB/s per link (topo.h) where the line rate is 25 / 25 / 50:
   // 80% of the line rate.
   const double nccl_nvlink_GBps = 0.8 * geo.nvlink_Bps / 1e9;
-  // Channels: where the GPUs of a domain meet in an NVSwitch, NCCL's own search on the node's
-  // NVLink and NIC bandwidths (sim/select/nccl_search.hpp; 16 coll channels on 2 H100 nodes as the
-  // nccl-tests#319 log prints). Elsewhere (one GPU per domain, GH200's direct NVLink) two per NIC
-  // rail on 8-GPU nodes and one more doubling for NVLink5 (assumption, docs/stack-model.md).
+  // Channels: where the GPUs of a domain meet in an NVSwitch, or one GPU per node talks over its
+  // NIC, NCCL's own search on the node's NVLink and NIC bandwidths (sim/select/nccl_search.hpp; 16
+  // coll channels on 2 H100 nodes as the nccl-tests#319 log prints; 2 on one A100 per node with an
+  // HDR NIC, 4 on one B200 with a 400 Gb/s NIC). Elsewhere (GH200's direct NVLink) two per NIC rail
+  // on 8-GPU nodes and one more doubling for NVLink5 (assumption, docs/stack-model.md).
   int channels = geo.sm >= 100 ? 32 : 16;
   if (geo.local_ranks <= 4 && geo.sm < 100) channels = std::min(channels, 2 * std::max(2, geo.local_ranks));
   const double bw_intra = snap_to_nccl_speed(std::min(40.0, nccl_nvlink_GBps / (channels / 2.0)));
@@ -59,13 +60,21 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   const double pcie = geo.pcie_Bps > 0 ? 0.75 * geo.pcie_Bps / 1e9 : kInf;
   const double net_path_GBps = geo.nccl_nodes > 1 ? std::min(geo.nic_port_Bps / 1e9, pcie) : 0.0;
   std::optional<select::GraphParams> searched_nvls;
-  if (geo.nvswitch && geo.local_ranks >= 2 && geo.nvlink_Bps > 0 &&
-      (geo.nccl_nodes == 1 || geo.nics_domain > 0)) {
+  // NCCL's search where the model has its inputs: GPUs meeting in an NVSwitch, or one GPU per node
+  // with its NICs (the search then only weighs the GPU's NIC path; NCCL rates the GPU's own links,
+  // NVLink or else PCIe, as system->totalBw).
+  const bool one_gpu_with_nics =
+      geo.local_ranks == 1 && geo.nccl_nodes > 1 && geo.nics_domain > 0 && net_path_GBps > 0;
+  if ((geo.nvswitch && geo.local_ranks >= 2 && geo.nvlink_Bps > 0 &&
+       (geo.nccl_nodes == 1 || geo.nics_domain > 0)) ||
+      one_gpu_with_nics) {
     select::SearchNode node;
     node.sm = geo.sm;
     node.gpus = geo.local_ranks;
     node.version = knobs.nccl_version;
-    node.nvlink_GBps = select::nvlink_links(geo.sm, geo.nvlink_Bps) * select::nccl_nvlink_link_GBps(geo.sm);
+    node.nvlink_GBps = geo.nvlink_Bps > 0 ? select::nvlink_links(geo.sm, geo.nvlink_Bps) *
+                                                select::nccl_nvlink_link_GBps(geo.sm)
+                                          : std::min(pcie, net_path_GBps);
     if (geo.nccl_nodes > 1) {
       node.nets = geo.nics_domain;
       node.net_path_GBps = net_path_GBps;
@@ -98,7 +107,7 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
     if (searched_nvls->n_channels == 0) s.nvls_support = false;
   }
   // NVLS channels and chunks as NCCL's release sets them at init (2.30 tunes them for Blackwell
-  // across domains); the one-GPU-per-domain fallback above keeps its channels.
+  // across domains); the fallback above (GH200) keeps its channels.
   const select::NvlsTuning nvls = select::nccl_nvls_tuning(
       {knobs.nccl_version, geo.sm, geo.nccl_nodes, geo.local_ranks, net_path_GBps, inter_type}, knobs.env);
   if (searched_nvls) s.nvls_channels = nvls.channels;

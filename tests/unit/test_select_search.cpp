@@ -158,3 +158,24 @@ TEST_CASE("search: NCCL 2.26's Blackwell speeds have 45 where later releases hav
   CHECK(v228.ring.n_channels == 24);
   CHECK(v228.ring.bw_inter == approx(15.0));
 }
+
+TEST_CASE("search: one GPU per node takes its NIC path alone: 2 coll channels on A100 + HDR, 4 on B200") {
+  // A100 with one HDR NIC behind PCIe Gen4 (path 24 GB/s): the first speed that fits is 24, one
+  // channel; 12 (two) is no better and 10 / 24 < .49 stops the search; 24 < 25 is not duplicated.
+  // The tree raises its intra speed to 48 (pass 2, below twice 24); the communicator doubles 1 -> 2.
+  SearchNode a100 = with_nics(one_node(80, 12), 1, 24.0);
+  a100.gpus = 1;
+  const SearchedGraphs ga = search_nvswitch_node(a100);
+  CHECK(ga.ring.n_channels == 1);
+  CHECK(ga.ring.bw_inter == approx(24.0));
+  CHECK(ga.tree.bw_intra == approx(48.0));
+  CHECK(ga.comm_channels == 2);
+  // B200 with a 400 Gb/s NIC behind PCIe Gen5 (48): one channel of 48, duplicated to 2 x 24, and the
+  // communicator's 4 (not doubled again: 24 <= 45 GB/s).
+  SearchNode b200 = with_nics(one_node(100, 18), 1, 48.0);
+  b200.gpus = 1;
+  const SearchedGraphs gb = search_nvswitch_node(b200);
+  CHECK(gb.ring.n_channels == 2);
+  CHECK(gb.ring.bw_intra == approx(24.0));
+  CHECK(gb.comm_channels == 4);
+}
