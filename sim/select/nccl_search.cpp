@@ -225,7 +225,10 @@ SearchedGraphs search_nvswitch_node(const SearchNode& node) {
   const Graph ring = Search(node, true, kMaxChannels / 2).run();
   const Graph tree = Search(node, false, std::max(1, ring.n)).run();
   out.ring = to_params(ring, 4);
-  out.tree = to_params(tree, node.nets > 0 ? 1 : 3);
+  // Balanced trees across nodes; NCCL_TOPO_PATTERN_TREE on one node and for one GPU per node
+  // (ncclTopoCompute: "if (ngpus == 1) ... pattern = NCCL_TOPO_PATTERN_TREE"), which the tuner
+  // prices at 0.85.
+  out.tree = to_params(tree, node.nets > 0 && node.gpus > 1 ? 1 : 3);
   // ncclTopoPostset: the channels of min(ring, tree) are duplicated once more; on Hopper and newer a
   // multi-node ring with fast channels is doubled again below 16 ("4 compute channels per search channel").
   int comm = std::min(kMaxChannels, 2 * std::max(1, std::min(ring.n, tree.n)));

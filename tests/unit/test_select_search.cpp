@@ -170,6 +170,7 @@ TEST_CASE("search: one GPU per node takes its NIC path alone: 2 coll channels on
   CHECK(ga.ring.bw_inter == approx(24.0));
   CHECK(ga.tree.bw_intra == approx(48.0));
   CHECK(ga.comm_channels == 2);
+  CHECK(ga.tree.pattern == 3);  // NCCL_TOPO_PATTERN_TREE for one GPU (the tuner's 0.85)
   // B200 with a 400 Gb/s NIC behind PCIe Gen5 (48): one channel of 48, duplicated to 2 x 24, and the
   // communicator's 4 (not doubled again: 24 <= 45 GB/s).
   SearchNode b200 = with_nics(one_node(100, 18), 1, 48.0);
