@@ -22,6 +22,11 @@ constexpr double kPciBw = 12.0;          // PCI_BW, Gen3 x16 (topo.h)
 constexpr int kMaxDirectArity = 7;
 constexpr int kMaxNvlsArity = 32;
 
+// comm->localRanks: the shape's, else the ranks of the fullest node.
+int local_ranks(const CommShape& s) {
+  return s.local_ranks > 0 ? s.local_ranks : (s.n_ranks + s.n_nodes - 1) / s.n_nodes;
+}
+
 int get_nthreads(int env, int min, int max, int def) {
   if (env <= 0) return def;
   if (env % kWarp != 0) return max;
@@ -234,8 +239,7 @@ std::optional<float> bus_bandwidth(const TuneContext& c, Func f, Algo algo, Prot
   }
   if (c.version >= NcclVersion::v2_27_7 && (algo == Algo::nvls || algo == Algo::collnet_direct) &&
       proto == Proto::simple && (f == Func::all_gather || f == Func::reduce_scatter) && n_nodes > 1) {
-    const int local = s.local_ranks > 0 ? s.local_ranks : (n_ranks + n_nodes - 1) / n_nodes;
-    if (!s.collnet_support || !s.collnet_ag_rs || local > s.collnet_heads) bus = 0;
+    if (!s.collnet_support || !s.collnet_ag_rs || local_ranks(s) > s.collnet_heads) bus = 0;
   }
   if (!(algo != Algo::ring && (f == Func::all_gather || f == Func::reduce_scatter))) {
     float ratio = .5f;
@@ -352,11 +356,39 @@ void apply_enables(const CommShape& s, const NcclEnv& env, NcclVersion version, 
       }
 }
 
+// Why updateCollCostTable leaves `algo` out of this call's cost table (src/enqueue.cc), in the
+// user's words; nullptr when it is considered.
+const char* ineligible(const TuneTables& t, const CommShape& s, Func f, Algo algo) {
+  const bool ag_rs = f == Func::all_gather || f == Func::reduce_scatter;
+  const int local = local_ranks(s);
+  if (algo == Algo::collnet_direct || algo == Algo::collnet_chain) {
+    if (!s.collnet_support) return "needs a CollNet (SHARP) plugin: --collnet on";
+    // CollNet Chain is limited to 8 GPUs per node like Direct from 2.28 on.
+    if ((algo == Algo::collnet_direct || t.version >= NcclVersion::v2_28_9) && local > kMaxDirectArity + 1)
+      return "at most 8 GPUs per node";
+  }
+  if (algo == Algo::nvls || algo == Algo::nvls_tree) {
+    if (!s.nvls_support)
+      return "no NVLink SHARP here (an NVSwitch of Hopper or later with more than 2 GPUs in the domain, "
+             "and --nvls not off)";
+    if (algo == Algo::nvls && s.n_nodes > 1 && !s.collnet_support)
+      return "spans one NVLink domain (across domains only with CollNet, --collnet on); NVLSTree is its "
+             "multi-domain form";
+    if (f != Func::all_reduce && local > kMaxNvlsArity)
+      return "all-gather / reduce-scatter with at most 32 GPUs per domain";
+    // 2.26 runs NVLS all-gather / reduce-scatter on one node of at most 32 ranks only.
+    if (t.version == NcclVersion::v2_26_2 && algo == Algo::nvls && ag_rs &&
+        (s.n_nodes > 1 || s.n_ranks > kMaxNvlsArity))
+      return "all-gather / reduce-scatter on one NVLink domain of at most 32 GPUs only (NCCL 2.26)";
+  }
+  return nullptr;
+}
+
 // Why NCCL would not run `algo` for this call, in the user's words (the algorithm is one the
-// user's NCCL_ALGO leaves on).
+// user's NCCL_ALGO leaves on): the functions it serves, the eligibility above, the cost-table
+// entries NCCL zeroes, the protocols left.
 std::string unavailable_reason(const TuneTables& t, const CommShape& s, Func f, Algo algo) {
   const bool ag_rs = f == Func::all_gather || f == Func::reduce_scatter;
-  const int local = s.local_ranks > 0 ? s.local_ranks : (s.n_ranks + s.n_nodes - 1) / s.n_nodes;
   if ((f == Func::broadcast || f == Func::reduce) && algo != Algo::ring)
     return "broadcast and reduce run Ring only";
   if (algo == Algo::tree && f != Func::all_reduce) return "all-reduce only";
@@ -364,26 +396,12 @@ std::string unavailable_reason(const TuneTables& t, const CommShape& s, Func f, 
     return "all-reduce only";
   if (algo == Algo::pat && !ag_rs) return "all-gather and reduce-scatter only";
   if (algo == Algo::pat && s.n_nodes != s.n_ranks) return "one GPU per node only";
-  if (algo == Algo::collnet_direct || algo == Algo::collnet_chain) {
-    if (!s.collnet_support) return "needs a CollNet (SHARP) plugin: --collnet on";
-    if (local > kMaxDirectArity + 1) return "at most 8 GPUs per node";
-  }
-  if (algo == Algo::nvls || algo == Algo::nvls_tree) {
-    if (!s.nvls_support)
-      return "no NVLink SHARP here (an NVSwitch of Hopper or later with more than 2 GPUs in the domain, "
-             "and --nvls not off)";
-    if (algo == Algo::nvls_tree && s.n_nodes == 1)
-      return "needs more than one NVLink domain; NVLS is its one-domain form";
-    if (algo == Algo::nvls && s.n_nodes > 1 && !s.collnet_support)
-      return "spans one NVLink domain (across domains only with CollNet, --collnet on); NVLSTree is its "
-             "multi-domain form";
-    if (ag_rs && local > kMaxNvlsArity) return "all-gather / reduce-scatter with at most 32 GPUs per domain";
-    if (ag_rs && s.n_nodes > 1)
-      return t.version <= NcclVersion::v2_26_2
-                 ? "all-gather / reduce-scatter on one NVLink domain only (NCCL 2.26)"
-                 : "all-gather / reduce-scatter across domains need CollNet's all-gather / reduce-scatter "
-                   "and a NIC head per GPU";
-  }
+  if (const char* why = ineligible(t, s, f, algo)) return why;
+  if (algo == Algo::nvls_tree && s.n_nodes == 1)
+    return "needs more than one NVLink domain; NVLS is its one-domain form";
+  if (algo == Algo::nvls && ag_rs && s.n_nodes > 1)
+    return "all-gather / reduce-scatter across domains need CollNet's all-gather / reduce-scatter and a "
+           "NIC head per GPU";
   bool any_proto = false;
   for (Proto proto : kAllProtos) any_proto = any_proto || t.user_proto[idx(f)][idx(proto)];
   if (!any_proto) return "NCCL_PROTO leaves no protocol";
@@ -447,29 +465,15 @@ Selection select_algorithm(const TuneTables& t, const CommShape& s, Func f, std:
   for (auto& row : sel.time_us)
     for (float& x : row) x = -1;
   const int coll = idx(f);
-  const int local = s.local_ranks > 0 ? s.local_ranks : (s.n_ranks + s.n_nodes - 1) / s.n_nodes;
   if (s.n_ranks == 1) {
     sel.time_us[idx(Algo::ring)][idx(Proto::simple)] = 0;
     sel.allowed[idx(Algo::ring)][idx(Proto::simple)] = true;
     sel.algo = Algo::ring;
     sel.proto = Proto::simple;
   } else {
-    const bool nvls_support = s.nvls_support;
     for (Algo algo : kAllAlgos) {
       const int a = idx(algo);
-      if ((algo == Algo::collnet_direct || algo == Algo::collnet_chain) && !s.collnet_support) continue;
-      // CollNet Chain is limited to 8 GPUs per node like Direct from 2.28 on.
-      if ((algo == Algo::collnet_direct ||
-           (algo == Algo::collnet_chain && t.version >= NcclVersion::v2_28_9)) &&
-          local > kMaxDirectArity + 1)
-        continue;
-      if ((algo == Algo::nvls || algo == Algo::nvls_tree) && (!nvls_support || (f != Func::all_reduce && local > kMaxNvlsArity))) continue;
-      if (algo == Algo::nvls && !s.collnet_support && s.n_nodes > 1) continue;
-      // 2.26 runs NVLS all-gather / reduce-scatter on one node of at most 32 ranks only.
-      if (t.version == NcclVersion::v2_26_2 && algo == Algo::nvls &&
-          (f == Func::all_gather || f == Func::reduce_scatter) &&
-          (s.n_nodes > 1 || s.n_ranks > kMaxNvlsArity))
-        continue;
+      if (ineligible(t, s, f, algo)) continue;
       for (Proto proto : kAllProtos) {
         const int p = idx(proto);
         float bw = t.bandwidth_GBps[coll][a][p];
