@@ -1,11 +1,10 @@
 #include "cli/compute_profile_option.hpp"
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "workloads/compute/gpu_profile.hpp"
 
 namespace commstack::cli {
@@ -16,7 +15,7 @@ workloads::ComputeProfile compute_profile_option(const std::string& flag, const 
     for (const auto& n : workloads::builtin_compute_profile_names()) {
       if (n == flag) return workloads::builtin_compute_profile(n);
     }
-    if (!std::ifstream(flag)) {
+    if (!is_input_file(flag)) {
       throw InputError(fmt::format("--compute-profile: '{}' is neither a built-in profile ({}) nor a readable file", flag,
                                    fmt::join(workloads::builtin_compute_profile_names(), ", ")));
     }

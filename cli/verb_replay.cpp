@@ -11,6 +11,7 @@
 #include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/scale_pp.hpp"
@@ -32,7 +33,7 @@ workloads::ComputeProfile profile_named(const std::string& flag, const std::stri
   for (const auto& n : workloads::builtin_compute_profile_names()) {
     if (n == value) return workloads::builtin_compute_profile(n);
   }
-  if (!std::ifstream(value)) {
+  if (!is_input_file(value)) {
     throw InputError(fmt::format("{}: '{}' is neither a built-in profile ({}) nor a readable file", flag, value,
                                  fmt::join(workloads::builtin_compute_profile_names(), ", ")));
   }

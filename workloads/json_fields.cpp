@@ -1,13 +1,12 @@
 #include "workloads/json_fields.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::workloads {
 
@@ -126,12 +125,8 @@ json parse_json_text(const std::string& text, const std::string& where) {
   }
 }
 
-json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_text(ss.str(), path);
+json read_json_file(const std::string& path, std::string_view what) {
+  return parse_json_text(read_input_file(path, what), path);
 }
 
 }  // namespace commstack::workloads

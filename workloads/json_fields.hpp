@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,7 +57,8 @@ private:
 
 // Parses text as JSON; a syntax error becomes an InputError naming `where`.
 nlohmann::json parse_json_text(const std::string& text, const std::string& where);
-// Reads and parses a file; a missing file or syntax error becomes an InputError.
-nlohmann::json read_json_file(const std::string& path);
+// Reads and parses a file; a missing file or a directory (common/input_file.hpp: "cannot read the
+// WHAT") or a syntax error becomes an InputError.
+nlohmann::json read_json_file(const std::string& path, std::string_view what);
 
 }  // namespace commstack::workloads

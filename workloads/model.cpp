@@ -97,7 +97,9 @@ ModelSpec parse_model(const nlohmann::json& j, const std::string& where) {
   return m;
 }
 
-ModelSpec load_model_file(const std::string& path) { return parse_model(read_json_file(path), path); }
+ModelSpec load_model_file(const std::string& path) {
+  return parse_model(read_json_file(path, "model file"), path);
+}
 
 std::vector<std::string> builtin_model_names() {
   std::vector<std::string> names;

@@ -1,13 +1,12 @@
 #include "calibration/bench/report.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::bench {
 namespace {
@@ -264,11 +263,7 @@ BenchReport report_from_json(const json& j, const std::string& origin) {
 }
 
 BenchReport load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the bench JSON file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return report_from_text(ss.str(), path);
+  return report_from_text(read_input_file(path, "bench JSON file"), path);
 }
 
 BenchReport report_from_text(const std::string& text, const std::string& origin) {

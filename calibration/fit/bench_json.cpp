@@ -1,21 +1,19 @@
 #include "calibration/fit/bench_json.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::fit {
 
-bool is_bench_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+bool looks_like_bench_json(std::string_view text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
   return !j.is_discarded() && j.is_object() && j.contains("schema") && j["schema"] == bench::kSchemaName;
+}
+
+bool is_bench_json(const std::string& path) {
+  return is_input_file(path) && looks_like_bench_json(read_input_file(path));
 }
 
 NcclTestsOp nccl_tests_op_of(bench::Op op) {
@@ -97,9 +95,14 @@ std::vector<BenchSeries> load_bench_series(const std::string& path) { return ben
 
 BenchSeries select_bench_series(const std::string& path, NcclTestsOp op, std::string_view algo, std::string_view proto,
                                 int ctas) {
+  return select_bench_series(bench::load_report(path), path, op, algo, proto, ctas);
+}
+
+BenchSeries select_bench_series(const bench::BenchReport& report, const std::string& path, NcclTestsOp op,
+                                std::string_view algo, std::string_view proto, int ctas) {
   const bench::Algo want_algo = bench::algo_from_name(algo, fmt::format("{}: algo", path));
   const bench::Proto want_proto = bench::proto_from_name(proto, fmt::format("{}: proto", path));
-  const auto all = load_bench_series(path);
+  const auto all = bench_series(report, path);
   std::string have;
   for (const auto& s : all) {
     if (s.result.op == op && s.algo == bench::to_string(want_algo) && s.proto == bench::to_string(want_proto) &&

@@ -19,8 +19,10 @@ struct BenchSeries {
   int ctas = 0;                  // 0 = NCCL's default channel count
 };
 
-// Whether the file is a JSON document whose "schema" is "commstack-bench" (false for anything else,
-// including unreadable files: the caller then tries the text parsers).
+// Whether the text is a JSON document whose "schema" is "commstack-bench" (false for anything else:
+// the caller then tries the text parsers).
+bool looks_like_bench_json(std::string_view text);
+// The same for a file (false for unreadable files too).
 bool is_bench_json(const std::string& path);
 
 NcclTestsOp nccl_tests_op_of(bench::Op op);
@@ -33,5 +35,9 @@ std::vector<BenchSeries> load_bench_series(const std::string& path);
 // like "NVLSTree" accepted). Throws InputError naming the file and listing what it holds.
 BenchSeries select_bench_series(const std::string& path, NcclTestsOp op, std::string_view algo = "default",
                                 std::string_view proto = "default", int ctas = 0);
+// The same on a report already read (origin: the file it came from, for the messages).
+BenchSeries select_bench_series(const bench::BenchReport& report, const std::string& origin, NcclTestsOp op,
+                                std::string_view algo = "default", std::string_view proto = "default",
+                                int ctas = 0);
 
 }  // namespace commstack::fit

@@ -21,6 +21,7 @@
 #include "calibration/fit/published_table.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "common/units.hpp"
 #include "sim/protocol/protocol.hpp"
 
@@ -408,7 +409,9 @@ LoadedLog read_measurements(const RunSpec& spec, NcclTestsOp hint, MeasuredRun& 
   NcclTestsResult& log = in.log;
   std::string& log_text = in.text;
   bool osu = false;  // OSU output: one time (kept as out_of_place), no TUNING lines
-  if (is_bench_json(spec.file)) {
+  // Read once: the file may be a pipe (/dev/stdin, <(...)) that a second open finds drained.
+  log_text = read_input_file(spec.file, "measured run");
+  if (looks_like_bench_json(log_text)) {
     if (hint == NcclTestsOp::unknown)
       throw InputError(
           fmt::format("{}: a commstack-bench file holds several collectives; say which with {}@op=all_reduce",
@@ -418,8 +421,11 @@ LoadedLog read_measurements(const RunSpec& spec, NcclTestsOp hint, MeasuredRun& 
     const int ctas = spec.knobs.env.min_ctas > 0 && spec.knobs.env.min_ctas == spec.knobs.env.max_ctas
                          ? spec.knobs.env.max_ctas
                          : 0;
-    log = select_bench_series(spec.file, hint, algo, proto, ctas).result;
-  } else if (is_published_table(spec.file)) {
+    log =
+        select_bench_series(bench::report_from_text(log_text, spec.file), spec.file, hint, algo, proto, ctas)
+            .result;
+    log_text.clear();
+  } else if (published_table_format(log_text) != PublishedTableFormat::none) {
     // A published table (vendor guide, docs, report summary): series / config / op pick the points.
     PublishedTableSelection sel;
     sel.series = spec.series;
@@ -427,7 +433,8 @@ LoadedLog read_measurements(const RunSpec& spec, NcclTestsOp hint, MeasuredRun& 
     sel.op = hint;
     sel.nodes = spec.nodes;
     sel.gpus_per_node = spec.gpus_per_node;
-    PublishedTableRun table = load_published_table(spec.file, sel);
+    PublishedTableRun table = parse_published_table(log_text, spec.file, sel);
+    log_text.clear();
     log = std::move(table.result);
     run.notes = std::move(table.notes);
   } else if (spec.series || spec.config) {
@@ -436,7 +443,6 @@ LoadedLog read_measurements(const RunSpec& spec, NcclTestsOp hint, MeasuredRun& 
                     "one (expected a CSV header starting message_size_label, config or collective)",
                     spec.file));
   } else {
-    log_text = detail::read_text_file(spec.file);
     if (looks_like_nccl_tests_json(log_text)) {
       // nccl-tests -J: one run per file, the same fields as the text output.
       if (spec.run && *spec.run != 1)

@@ -6,6 +6,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::fit {
 
@@ -448,7 +449,7 @@ NcclLog parse_nccl_log(std::string_view text, const std::string& origin, NcclLog
 }
 
 NcclLog parse_nccl_log_file(const std::string& path, NcclLogOptions options) {
-  return parse_nccl_log(read_text_file(path), path, options);
+  return parse_nccl_log(read_input_file(path, "NCCL log"), path, options);
 }
 
 }  // namespace commstack::fit

@@ -12,6 +12,7 @@
 #include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "sim/algorithms/collective.hpp"
 
 namespace commstack::fit {
@@ -823,7 +824,7 @@ NcclTestsOp nccl_tests_op_in_text(std::string_view text) {
 }
 
 NcclTestsResult parse_nccl_tests_file(const std::string& path, NcclTestsOp op_hint, int run) {
-  return parse_nccl_tests(read_text_file(path), path, op_hint, run);
+  return parse_nccl_tests(read_input_file(path, "nccl-tests output"), path, op_hint, run);
 }
 
 }  // namespace commstack::fit

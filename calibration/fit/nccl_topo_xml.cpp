@@ -8,6 +8,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::fit {
 
@@ -304,6 +305,8 @@ NodeTopology parse_nccl_topo_xml(std::string_view text, const std::string& origi
   return topo;
 }
 
-NodeTopology parse_nccl_topo_xml_file(const std::string& path) { return parse_nccl_topo_xml(read_text_file(path), path); }
+NodeTopology parse_nccl_topo_xml_file(const std::string& path) {
+  return parse_nccl_topo_xml(read_input_file(path, "NCCL topology XML"), path);
+}
 
 }  // namespace commstack::fit

@@ -6,6 +6,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::fit {
 
@@ -153,6 +154,8 @@ OsuResult parse_osu(std::string_view text, const std::string& origin) {
   return res;
 }
 
-OsuResult parse_osu_file(const std::string& path) { return parse_osu(read_text_file(path), path); }
+OsuResult parse_osu_file(const std::string& path) {
+  return parse_osu(read_input_file(path, "OSU micro-benchmark output"), path);
+}
 
 }  // namespace commstack::fit

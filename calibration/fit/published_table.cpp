@@ -9,6 +9,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "sim/algorithms/collective.hpp"
 
 namespace commstack::fit {
@@ -375,7 +376,7 @@ PublishedTableFormat published_table_format(std::string_view text) {
 
 bool is_published_table(const std::string& path) {
   try {
-    return published_table_format(detail::read_text_file(path)) != PublishedTableFormat::none;
+    return published_table_format(read_input_file(path)) != PublishedTableFormat::none;
   } catch (const InputError&) {
     return false;
   }
@@ -402,7 +403,7 @@ PublishedTableRun parse_published_table(std::string_view text, const std::string
 }
 
 PublishedTableRun load_published_table(const std::string& path, const PublishedTableSelection& selection) {
-  return parse_published_table(detail::read_text_file(path), path, selection);
+  return parse_published_table(read_input_file(path, "published table"), path, selection);
 }
 
 std::uint64_t published_size_label(std::string_view label, std::string_view origin, int line,

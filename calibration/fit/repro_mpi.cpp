@@ -6,6 +6,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::fit {
 
@@ -99,6 +100,8 @@ std::vector<ReproMpiResult::Summary> ReproMpiResult::summarize() const {
   return out;
 }
 
-ReproMpiResult parse_repro_mpi_file(const std::string& path) { return parse_repro_mpi(read_text_file(path), path); }
+ReproMpiResult parse_repro_mpi_file(const std::string& path) {
+  return parse_repro_mpi(read_input_file(path, "ReproMPI output"), path);
+}
 
 }  // namespace commstack::fit

@@ -3,9 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -203,15 +201,6 @@ std::uint64_t need_uint(std::string_view token, std::string_view origin, int lin
   std::int64_t v = need_int(token, origin, line, field);
   if (v < 0) fail(origin, line, fmt::format("{}: expected an integer >= 0, got '{}'", field, printable(token)));
   return static_cast<std::uint64_t>(v);
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open file for reading", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
-  return ss.str();
 }
 
 }  // namespace commstack::fit::detail

@@ -44,7 +44,4 @@ double need_nonneg(std::string_view token, std::string_view origin, int line, st
 std::int64_t need_int(std::string_view token, std::string_view origin, int line, std::string_view field);
 std::uint64_t need_uint(std::string_view token, std::string_view origin, int line, std::string_view field);
 
-// Whole file as a string; InputError naming the path when it cannot be read.
-std::string read_text_file(const std::string& path);
-
 }  // namespace commstack::fit::detail

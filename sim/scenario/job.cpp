@@ -59,7 +59,7 @@ json resolve_cluster(const json& v, const JsonPlace& at) {
     fail(at,
          fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
   }
-  return workloads::read_json_file(name);
+  return workloads::read_json_file(name, "cluster file");
 }
 
 // A model given by built-in name or path, as its JSON description.
@@ -77,7 +77,7 @@ json resolve_model_json(const json& v, const JsonPlace& at) {
     fail(at, fmt::format("'{}' is neither a built-in model ({}) nor an existing file", name,
                          fmt::join(workloads::builtin_model_names(), ", ")));
   }
-  return workloads::read_json_file(name);
+  return workloads::read_json_file(name, "model file");
 }
 
 std::string order_string(const std::vector<workloads::Dim>& order) {

@@ -119,7 +119,7 @@ Scenario load_scenario(const std::string& name_or_path) {
                                  name_or_path, fmt::join(names, ", ")));
   }
   // A replay job's trace path is relative to the scenario file (it ships next to its traces).
-  return parse_scenario(workloads::read_json_file(name_or_path), name_or_path,
+  return parse_scenario(workloads::read_json_file(name_or_path, "scenario"), name_or_path,
                         std::filesystem::path(name_or_path).parent_path().string());
 }
 

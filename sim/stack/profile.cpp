@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -15,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "sim/select/tuning_constants.hpp"
 #include "sim/stack/embedded_profiles.hpp"
 
@@ -311,10 +311,7 @@ Profile load_profile(const std::string& name_or_path, std::string_view option) {
     throw InputError(fmt::format("{} {}: no such file, and no shipped profile of that name (known: {})",
                                  option, name_or_path, known));
   }
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("profile {}: cannot open file", name_or_path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return profile_from_text(text, name_or_path);
+  return profile_from_text(read_input_file(name_or_path, "profile"), name_or_path);
 }
 
 void save_profile(const Profile& p, const std::string& path) {

@@ -1,12 +1,11 @@
 #include "sim/sweep/spec.hpp"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::sim::sweep {
 namespace {
@@ -26,12 +25,9 @@ std::string escape_token(const std::string& key) {
 }
 
 ojson read_json_file(const std::filesystem::path& file, const std::string& what) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("{}: cannot read the {}", file.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(file.string(), what);
   try {
-    return ojson::parse(text.str());
+    return ojson::parse(text);
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }

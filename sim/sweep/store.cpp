@@ -8,12 +8,12 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::sim::sweep {
 namespace {
@@ -25,11 +25,7 @@ namespace fs = std::filesystem;
 constexpr const char* kFormat = "commstack-sweep-results 1";
 
 std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read", file.string()));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_input_file(file.string(), "sweep results file");
 }
 
 void write_atomically(const fs::path& file, const std::string& text) {

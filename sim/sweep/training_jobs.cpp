@@ -1,12 +1,11 @@
 #include "sim/sweep/training_jobs.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "sim/scenario/job.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -17,12 +16,9 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 json read_json(const std::filesystem::path& file, const std::string& where) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("{}: cannot read the base job file {}", where, file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(file.string(), fmt::format("base job file of {}", where));
   try {
-    return json::parse(text.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }

@@ -37,6 +37,15 @@ commstack_cli_error_test(NAME stack_validate_wrong_profile
 commstack_cli_error_test(NAME stack_validate_missing_profile
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --profile nosuch
   MATCH "commstack: error: --profile nosuch: no such file")
+# A directory where a file is expected: one plain error each, not a stream exception (was "internal
+# error: basic_filebuf::underflow" for --profile, "empty input" for --measured).
+commstack_cli_error_test(NAME stack_validate_profile_is_directory
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
+       --profile ${CMAKE_CURRENT_BINARY_DIR}/
+  MATCH "commstack: error: .*/: cannot read the profile: it is a directory, expected a file")
+commstack_cli_error_test(NAME stack_validate_measured_is_directory
+  ARGS validate --cluster dgx-h100 --measured ${_stack_data}
+  MATCH "commstack: error: .*nccl-tests: cannot read the measured run: it is a directory, expected a file")
 commstack_cli_error_test(NAME stack_calibrate_mixed_generations
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt@cluster=dgx-h100
        --input ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt@cluster=dgx-a100,nodes=1,gpus_per_node=8

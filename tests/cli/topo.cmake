@@ -15,7 +15,7 @@ commstack_cli_test(NAME topo.dot ARGS topo --cluster dgx-h100 --dot ${CMAKE_BINA
 commstack_cli_error_test(NAME topo.unknown_preset ARGS topo --cluster dgx-h1000
                          MATCH "commstack: error: --cluster dgx-h1000: neither a preset nor a readable file; known presets")
 commstack_cli_error_test(NAME topo.missing_file ARGS topo --cluster /nonexistent/cluster.json
-                         MATCH "commstack: error: /nonexistent/cluster.json: cannot open the cluster file")
+                         MATCH "commstack: error: /nonexistent/cluster.json: cannot read the cluster file: no such file")
 commstack_cli_error_test(NAME topo.zero_nodes ARGS topo --cluster dgx-h100 --nodes 0
                          MATCH "commstack: error: --nodes: expected a node count >= 1, got 0")
 commstack_cli_error_test(NAME topo.no_cluster ARGS topo MATCH "commstack: error: --cluster: required")

@@ -34,6 +34,7 @@
 #include "calibration/fit/repro_mpi.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "json_mutation.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep/spec.hpp"
@@ -58,7 +59,7 @@ std::vector<std::string> files_in(const std::string& dir, const std::vector<std:
   std::sort(paths.begin(), paths.end());  // directory order is not deterministic
   std::vector<std::string> texts;
   texts.reserve(paths.size());
-  for (const auto& p : paths) texts.push_back(detail::read_text_file(p));
+  for (const auto& p : paths) texts.push_back(commstack::read_input_file(p));
   return texts;
 }
 

@@ -13,6 +13,7 @@
 #include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 using namespace commstack::fit;
 
@@ -307,7 +308,7 @@ TEST_CASE(
 TEST_CASE(
     "parse: a log pasted into Markdown without a code block (header lines lost their '#') parses the same") {
   const std::string path = tests_dir() + "nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt";
-  const std::string text = commstack::fit::detail::read_text_file(path);
+  const std::string text = commstack::read_input_file(path);
   std::string stripped;
   for (std::size_t i = 0; i < text.size(); ++i)
     if (!(text[i] == '#' && (i == 0 || text[i - 1] == '\n'))) stripped += text[i];
@@ -447,7 +448,7 @@ TEST_CASE("parse: a log of several nccl-tests runs is read one run at a time") {
   // The nccl-tests#319 log: its second run's table lost its column header in the post, so it is no
   // run the parser can read (the first one is).
   CHECK(count_nccl_tests_runs(
-            detail::read_text_file(logs_dir() + "nccl-tests-319-hgx-h100-2node-ib-nccl2.26.2.log")) == 1);
+            commstack::read_input_file(logs_dir() + "nccl-tests-319-hgx-h100-2node-ib-nccl2.26.2.log")) == 1);
 }
 
 TEST_CASE("parse: op names from binaries and file names, alltoallv kept apart from alltoall") {

@@ -10,6 +10,7 @@
 #include "calibration/fit/nccl_tests_json.hpp"
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 using namespace commstack::fit;
 
@@ -39,7 +40,8 @@ const char* kRow =
 TEST_CASE("parse: nccl-tests JSON gives the same run as the text output it mirrors") {
   // tests/cli/nccl-tests-json-dgxc-h100.json holds the dgxc H100 sweep of
   // calibration/data/nccl-tests (rank lines and rows) in the -J layout.
-  const std::string json_text = detail::read_text_file(source("tests/cli/nccl-tests-json-dgxc-h100.json"));
+  const std::string json_text =
+      commstack::read_input_file(source("tests/cli/nccl-tests-json-dgxc-h100.json"));
   REQUIRE(looks_like_nccl_tests_json(json_text));
   const NcclTestsResult j = parse_nccl_tests_json(json_text, "dgxc.json");
   const NcclTestsResult t = parse_nccl_tests_file(
@@ -66,7 +68,7 @@ TEST_CASE("parse: nccl-tests JSON gives the same run as the text output it mirro
     CHECK(*a.in_place->wrong == *b.in_place->wrong);
   }
   // The text log is not JSON.
-  CHECK_FALSE(looks_like_nccl_tests_json(detail::read_text_file(
+  CHECK_FALSE(looks_like_nccl_tests_json(commstack::read_input_file(
       source("calibration/data/nccl-tests/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt"))));
 }
 

@@ -111,7 +111,7 @@ TEST_CASE("sweep: malformed sweep files give one error naming the field") {
         "sweep.json: /zip/0/parallel.pp: has 1 values but 'parallel.tp' in the same zip group has 2; the axes of a "
         "zip group vary together and need equal lengths");
   CHECK(error_of(R"({"base": "does-not-exist.json", "grid": {"nodes": [1]}})") ==
-        "./does-not-exist.json: cannot read the base job referenced by sweep.json /base");
+        "./does-not-exist.json: cannot read the base job referenced by sweep.json /base: no such file");
 }
 
 TEST_CASE("sweep: a zip axis may repeat a value, but not a whole step") {

@@ -139,7 +139,8 @@ TEST_CASE("topo: torus dims must match the node count") {
 
 TEST_CASE("topo: load_cluster reports unknown presets, unreadable files and malformed JSON") {
   CHECK_THROWS_WITH_AS(load_cluster("dgx-h1000"), doctest::Contains("known presets: angara-torus, dgx-a100"), InputError);
-  CHECK_THROWS_WITH_AS(load_cluster("/nonexistent/c.json"), "/nonexistent/c.json: cannot open the cluster file", InputError);
+  CHECK_THROWS_WITH_AS(load_cluster("/nonexistent/c.json"),
+                       "/nonexistent/c.json: cannot read the cluster file: no such file", InputError);
   const std::string path = "test_topo_malformed.json";
   {
     std::ofstream out(path);

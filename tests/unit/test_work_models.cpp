@@ -95,7 +95,9 @@ TEST_CASE("work: model parser rejects unknown fields and bad values with file an
   missing.erase("vocab");
   CHECK_THROWS_WITH_AS(parse_model(missing, "m.json"), doctest::Contains("$.vocab: missing required field"), InputError);
   CHECK_THROWS_WITH_AS(parse_model(nlohmann::json::array(), "m.json"), doctest::Contains("expected a JSON object"), InputError);
-  CHECK_THROWS_WITH_AS(load_model_file("/nonexistent/model.json"), doctest::Contains("/nonexistent/model.json: cannot open"), InputError);
+  CHECK_THROWS_WITH_AS(load_model_file("/nonexistent/model.json"),
+                       doctest::Contains("/nonexistent/model.json: cannot read the model file: no such file"),
+                       InputError);
   CHECK_THROWS_WITH_AS(builtin_model("gpt5"), doctest::Contains("known: deepseek-v3"), InputError);
   CHECK(resolve_model("llama2-7b").layers == 32);
 }

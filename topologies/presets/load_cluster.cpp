@@ -1,14 +1,13 @@
 // Preset lookup and file loading for load_cluster(): a name from the embedded presets wins,
 // anything else is read as a path.
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/presets/embedded.hpp"
 
@@ -73,17 +72,12 @@ nlohmann::json load_cluster_document(const std::string& preset_or_path) {
   if (const auto* p = find_preset(preset_or_path))
     return parse_text(p->json, fmt::format("preset {}", p->name));
   // Not a preset: a path. A bare word with no '/' and no ".json" was most likely a mistyped preset.
-  std::ifstream in(preset_or_path, std::ios::binary);
-  if (!in) {
-    const bool looks_like_path = preset_or_path.find('/') != std::string::npos ||
-                                 preset_or_path.find(".json") != std::string::npos;
-    if (looks_like_path) throw InputError(fmt::format("{}: cannot open the cluster file", preset_or_path));
+  const bool looks_like_path =
+      preset_or_path.find('/') != std::string::npos || preset_or_path.find(".json") != std::string::npos;
+  if (!looks_like_path && !is_input_file(preset_or_path))
     throw InputError(fmt::format("--cluster {}: neither a preset nor a readable file; known presets: {}", preset_or_path,
                                  fmt::join(preset_names(), ", ")));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_text(text.str(), preset_or_path);
+  return parse_text(read_input_file(preset_or_path, "cluster file"), preset_or_path);
 }
 
 ClusterSpec load_cluster(const std::string& preset_or_path) {

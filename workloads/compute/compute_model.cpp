@@ -36,7 +36,7 @@ ComputeProfile parse_compute_profile(const nlohmann::json& j, const std::string&
 }
 
 ComputeProfile load_compute_profile_file(const std::string& path) {
-  return parse_compute_profile(read_json_file(path), path);
+  return parse_compute_profile(read_json_file(path, "compute profile"), path);
 }
 
 namespace {

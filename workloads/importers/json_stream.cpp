@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 
 namespace commstack::workloads::importers {
 namespace {
@@ -184,7 +185,7 @@ bool is_gzip_file(const std::string& path) {
 }
 
 std::int64_t stream_json_file(const std::string& path, const std::string& array_key, const StreamCallbacks& cb) {
-  if (!std::ifstream(path)) throw InputError(fmt::format("{}: cannot open the file", path));
+  check_input_file(path, "trace");
   GzBuf buf(path);
   if (!buf.ok()) throw InputError(fmt::format("{}: cannot open the file", path));
   std::istream in(&buf);

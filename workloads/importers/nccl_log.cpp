@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
 #include "workloads/importers/trace_graph.hpp"
 
 namespace commstack::workloads::importers {
@@ -60,8 +61,9 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
   LogLines out;
   long long unparsed = 0;
   for (const auto& path : files) {
+    check_input_file(path, "NCCL log");
     std::ifstream in(path);
-    if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
+    if (!in) throw InputError(fmt::format("{}: cannot read the NCCL log", path));
     std::string text;
     std::size_t no = 0;
     while (std::getline(in, text)) {

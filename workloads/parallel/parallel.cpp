@@ -99,7 +99,9 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   return p;
 }
 
-ParallelConfig load_parallel_file(const std::string& path) { return parse_parallel(read_json_file(path), path); }
+ParallelConfig load_parallel_file(const std::string& path) {
+  return parse_parallel(read_json_file(path, "parallelism file"), path);
+}
 
 void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string& where) {
   auto bad = [&](const std::string& field, const std::string& msg) {

@@ -1,0 +1,21 @@
+#pragma once
+// Every file a user names (a cluster, a profile, a measured log, a scenario, a trace) is opened
+// through here, so that a missing path, a directory or a file without read permission gets the same
+// plain error naming the path and the reason, never a stream exception or an "empty input" that
+// hides the real cause. Pipes and process substitutions (/dev/stdin, <(...)) are read like files.
+#include <string>
+#include <string_view>
+
+namespace commstack {
+
+// The whole file. Throws InputError "PATH: cannot read the WHAT: REASON" (no such file, a directory,
+// permission denied, a read error).
+std::string read_input_file(const std::string& path, std::string_view what = "file");
+
+// The same checks without reading, for readers that stream the file themselves.
+void check_input_file(const std::string& path, std::string_view what = "file");
+
+// True when read_input_file would open the path (for "a preset name or a file" options).
+bool is_input_file(const std::string& path);
+
+}  // namespace commstack
