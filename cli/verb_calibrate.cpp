@@ -1,7 +1,11 @@
 // commstack calibrate: fit a stack-model profile to nccl-tests runs of one GPU generation and
 // write it as JSON with provenance and residuals.
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -27,7 +31,25 @@ struct CalibrateOptions {
 
 void run_calibrate(const CalibrateOptions& o) {
   std::vector<fit::MeasuredRun> runs;
-  for (const auto& text : o.inputs) runs.push_back(fit::load_measured_run(fit::parse_run_spec(text, "--input"), o.cluster));
+  // The same run given twice (same file, same selectors) would weigh double in the least squares
+  // without the user meaning it: refused. One file with different selectors (@op=, @run=, series=)
+  // is several runs and is fine.
+  std::map<std::string, std::string> seen;
+  std::vector<fit::RunSpec> specs;
+  for (const auto& text : o.inputs) {
+    fit::RunSpec spec = fit::parse_run_spec(text, "--input");
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(spec.file, ec);
+    const std::string key = (ec ? spec.file : canonical.string()) + "@" + spec.knob_text;
+    if (const auto [it, fresh] = seen.emplace(key, text); !fresh)
+      throw InputError(
+          fmt::format("--input {}: the same run as --input {}; each --input counts once in the fit, so "
+                      "give it once (or tell the runs apart with @op=, @run=, series= or config=)",
+                      text, it->second));
+    specs.push_back(std::move(spec));
+  }
+  runs.reserve(specs.size());
+  for (const auto& spec : specs) runs.push_back(fit::load_measured_run(spec, o.cluster));
   int sm = sim::stack::sm_of_gpu_model(runs.front().cluster.node.gpu_model);
   sim::stack::Profile prior =
       o.prior ? sim::stack::load_profile(*o.prior, "--prior") : sim::stack::prior_profile(sm);

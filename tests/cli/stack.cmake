@@ -46,6 +46,10 @@ commstack_cli_error_test(NAME stack_validate_profile_is_directory
 commstack_cli_error_test(NAME stack_validate_measured_is_directory
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}
   MATCH "commstack: error: .*nccl-tests: cannot read the measured run: it is a directory, expected a file")
+commstack_cli_error_test(NAME stack_calibrate_same_run_twice
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt
+       --input ${_stack_data}/../nccl-tests/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --output /dev/null
+  MATCH "commstack: error: --input .*: the same run as --input .*dgxc-benchmarking.txt; each --input counts once")
 commstack_cli_error_test(NAME stack_calibrate_mixed_generations
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt@cluster=dgx-h100
        --input ${_stack_data}/nccl-tests_all_reduce_a100-40gb_1n8g_cs244c-modal.txt@cluster=dgx-a100,nodes=1,gpus_per_node=8
