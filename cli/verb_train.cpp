@@ -26,7 +26,7 @@ namespace {
 
 struct TrainOptions {
   std::string cluster, nodes, model;
-  std::string tp = "1", pp = "1", dp = "1", cp = "1", ep = "1", zero = "0";
+  std::string tp = "1", pp = "1", dp, cp = "1", ep = "1", zero = "0";  // dp empty: the GPUs left, as Megatron
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on";
@@ -37,18 +37,33 @@ struct TrainOptions {
   bool no_fold = false;
 };
 
+// Without --dp, data parallelism takes the GPUs the other dimensions leave, as Megatron-LM derives
+// it (data_parallel_size = world_size / (tp x pp x cp)); said on stderr, and refused where the
+// product does not divide the GPUs.
+int derived_dp(const workloads::ParallelConfig& par, std::int64_t gpus) {
+  const std::int64_t model_parallel = static_cast<std::int64_t>(par.tp) * par.pp * par.cp;
+  if (model_parallel > gpus || gpus % model_parallel != 0)
+    throw InputError(
+        fmt::format("--dp not given and tp x pp x cp = {} x {} x {} = {} does not divide the cluster's {} "
+                    "GPUs: choose sizes whose product divides them, or give --dp (tp x pp x dp x cp "
+                    "must equal the GPUs)",
+                    par.tp, par.pp, par.cp, model_parallel, gpus));
+  const auto dp = static_cast<int>(gpus / model_parallel);
+  fmt::print(stderr, "commstack: note: --dp not given: {} GPUs / (tp {} x pp {} x cp {}) = dp {}\n", gpus,
+             par.tp, par.pp, par.cp, dp);
+  return dp;
+}
+
 void run(const TrainOptions& o) {
   auto model = workloads::resolve_model(o.model);
   workloads::ParallelConfig par;
   par.tp = static_cast<int>(parse_int(o.tp, "--tp", 1, 1 << 16));
   par.pp = static_cast<int>(parse_int(o.pp, "--pp", 1, 1 << 16));
-  par.dp = static_cast<int>(parse_int(o.dp, "--dp", 1, 1 << 20));
+  if (!o.dp.empty()) par.dp = static_cast<int>(parse_int(o.dp, "--dp", 1, 1 << 20));
   par.cp = static_cast<int>(parse_int(o.cp, "--cp", 1, 1 << 16));
   par.ep = static_cast<int>(parse_int(o.ep, "--ep", 1, 1 << 16));
   par.zero = static_cast<int>(parse_int(o.zero, "--zero", 0, 3));
   par.micro_batch = parse_int(o.micro_batch, "--micro-batch", 1, 1 << 20);
-  par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
-                                            : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
   if (!o.seq.empty()) par.seq = parse_int(o.seq, "--seq", 1, 1 << 24);
   if (o.precision == "bf16") par.precision = workloads::Precision::bf16;
   else if (o.precision == "fp8") par.precision = workloads::Precision::fp8;
@@ -73,6 +88,9 @@ void run(const TrainOptions& o) {
   std::optional<int> nodes;
   if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
   const auto topo = topologies::build_topology(spec, nodes);
+  if (o.dp.empty()) par.dp = derived_dp(par, topo.gpu_count());
+  par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
+                                            : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
   // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128) when
   // TP does not divide it (GPT-3's 50257 becomes 51200 at TP8); do the same and say so.
   if (model.vocab % par.tp != 0) {
@@ -134,7 +152,8 @@ void register_train(CLI::App& app) {
   sub->add_option("--model", opts->model, "Built-in model name or model JSON file")->required();
   sub->add_option("--tp", opts->tp, "Tensor parallel size");
   sub->add_option("--pp", opts->pp, "Pipeline parallel size");
-  sub->add_option("--dp", opts->dp, "Data parallel size");
+  sub->add_option("--dp", opts->dp,
+                  "Data parallel size (default: the GPUs left, GPUs / (tp x pp x cp), as Megatron-LM)");
   sub->add_option("--cp", opts->cp, "Context parallel size");
   sub->add_option("--ep", opts->ep, "Expert parallel size");
   sub->add_option("--zero", opts->zero, "ZeRO stage 0-3");

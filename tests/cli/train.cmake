@@ -8,6 +8,14 @@ commstack_cli_test(NAME train.json
 commstack_cli_test(NAME train.trace
   ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 2 --pp 2 --dp 2 --global-batch 8 --trace ${CMAKE_CURRENT_BINARY_DIR}/train-trace.json
   MATCH "tokens/s")
+# Without --dp, data parallelism takes the GPUs left (Megatron-LM): 16 GPUs / (tp 2 x pp 2) = dp 4,
+# global batch micro-batch x dp = 4; refused where tp x pp x cp does not divide the GPUs.
+commstack_cli_test(NAME train.dp_derived
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 2
+  MATCH "note: --dp not given: 16 GPUs / \\(tp 2 x pp 2 x cp 1\\) = dp 4.*tp 2 pp 2 dp 4 cp 1 ep 1 zero 0 sp off vs 1 mb 1 gbs 4 ")
+commstack_cli_error_test(NAME train.dp_not_derivable
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 3
+  MATCH "--dp not given and tp x pp x cp = 3 x 1 x 1 = 3 does not divide the cluster's 16 GPUs")
 commstack_cli_error_test(NAME train.tp_not_dividing_heads
   ARGS train --cluster dgx-a100 --nodes 5 --model megatron-1.7b --tp 5 --pp 1 --dp 8
   MATCH "tp.*does not divide the 24 attention heads")
