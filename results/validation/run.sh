@@ -143,7 +143,7 @@ set terminal pngcairo size 800,500 noenhanced
 set output "$out/$id.png"
 set datafile separator ","
 set logscale x 2
-set format x "%.0s%cB"
+set xtics ("1 B" 1, "32 B" 32, "1 KiB" 1024, "32 KiB" 32768, "1 MiB" 1048576, "32 MiB" 33554432, "1 GiB" 1073741824, "32 GiB" 34359738368)
 set xlabel "message size"
 set ylabel "bus bandwidth (GB/s)"
 set key top left
