@@ -6,6 +6,7 @@
 // temporary file and imports it: the importer must return or throw commstack::InputError. Any
 // other exception fails the run; crashes and memory errors fail it too (ASan build).
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -79,13 +80,16 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
 }
 
 int fuzz_main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <kineto|chakra|nccl_log> <iterations> <max_seconds>\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s <kineto|chakra|nccl_log> <iterations> <max_seconds> [generator seed]\n",
+                 argv[0]);
     return 2;
   }
   const std::string target = argv[1];
   const long iterations = std::stol(argv[2]);
   const double max_seconds = std::stod(argv[3]);
+  // CI runs the fixed default; another seed explores other inputs, as reproducibly (a long local run).
+  const std::uint64_t generator_seed = argc == 5 ? std::stoull(argv[4]) : 0xC0FFEEu;
   const std::string samples = std::string(COMMSTACK_SOURCE_DIR) + "/workloads/importers/samples/";
   std::vector<std::string> seeds;
   std::string ext;
@@ -119,7 +123,7 @@ int fuzz_main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("commstack-fuzz-import-" + target);
   fs::create_directories(dir);
   const std::string path = (dir / ("rank-0" + ext)).string();
-  std::mt19937_64 rng(0xC0FFEEu);
+  std::mt19937_64 rng(generator_seed);
   const auto start = std::chrono::steady_clock::now();
   long done = 0, accepted = 0, rejected = 0;
   for (; done < iterations; ++done) {

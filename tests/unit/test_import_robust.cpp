@@ -126,3 +126,16 @@ TEST_CASE("import robustness: a collective on a group whose other traced member 
   CHECK(has_warning(t, "rank 0: 1 of 1 calls on pg 0 (2 ranks) have no counterpart"));
   for (const Op& op : t.graph.ops) CHECK(op.kind != OpKind::collective);
 }
+
+TEST_CASE("import robustness: an NCCL log line whose device index overflows an int names the line") {
+  // Found by the importer fuzzer (nccl_log, generator seeds 1 and 2): the device index was read
+  // outside the range check of the COLL line's other numbers, so it escaped as std::out_of_range.
+  const auto d = temp_dir("nccl-dev-overflow");
+  write(d + "/rank-0.log",
+        "h:1:2 [99999999999] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 "
+        "op 0 root 0 "
+        "comm 0x3 [nranks=2] stream 0x4\n");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.log"),
+                       doctest::Contains("rank-0.log:1: a number in the COLL line is out of range"),
+                       InputError);
+}

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error.hpp"
 #include "sim/report/otf2_writer.hpp"
 #include "test_train_helpers.hpp"
 #include "workloads/importers/otf2_import.hpp"
@@ -82,4 +83,29 @@ TEST_CASE("otf2 import: a simulated iteration written with --otf2 comes back wit
   for (const auto& op : t.graph.ops) got_steps.insert({op.rank, op.kind, op.micro_batch, op.layer, op.phase});
   CHECK(got_steps == want_steps);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("otf2 import: a location group's rank number out of range is refused, naming the group") {
+  // A corrupt "MPI Rank N" used to reach std::stoi unchecked: std::out_of_range (an internal error)
+  // past 2^31, and a world of billions of ranks below it.
+  workloads::Otf2Archive a;
+  a.anchor = "broken/traces.otf2";
+  a.ticks_per_second = 1'000'000;
+  workloads::Otf2LocationDef loc;
+  loc.id = 0;
+  loc.name = "Master thread";
+  loc.group = 0;
+  loc.group_name = "MPI Rank 99999999999";
+  a.locations.push_back(loc);
+  CHECK_THROWS_WITH_AS(
+      workloads::importers::import_otf2_archive(a),
+      "broken/traces.otf2: location group 'MPI Rank 99999999999': rank 99999999999 out of range "
+      "(expected < 16777216)",
+      InputError);
+  a.locations.front().group_name = "MPI Rank 16777216";
+  CHECK_THROWS_WITH_AS(workloads::importers::import_otf2_archive(a),
+                       doctest::Contains("rank 16777216 out of range"), InputError);
+  a.locations.front().group_name = "MPI Rank 3";  // in range: the next refusal is the missing events
+  CHECK_THROWS_WITH_AS(workloads::importers::import_otf2_archive(a),
+                       doctest::Contains("no region (Enter/Leave) events"), InputError);
 }

@@ -73,9 +73,9 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
       if (std::regex_search(text, m, coll)) {
         Line l;
         l.process = m[1].str() + ":" + m[2].str();
-        l.dev = std::stoi(m[3]);
         l.op = m[4];
         try {
+          l.dev = std::stoi(m[3]);
           l.op_count = std::stoll(m[5], nullptr, 16);
           l.count = std::stoull(m[6]);
           l.dtype = std::stoi(m[7]);

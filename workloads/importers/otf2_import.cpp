@@ -112,7 +112,16 @@ int Otf2Import::locate_ranks() {
   for (const auto& l : a_.locations) {
     if (rank_of_group.count(l.group) != 0) continue;
     std::smatch m;
-    rank_of_group[l.group] = std::regex_match(l.group_name, m, numbered) ? std::stoi(m[1].str()) : next;
+    int rank = next;
+    if (std::regex_match(l.group_name, m, numbered)) {
+      // A rank number from the file: bounded like NCCL's nranks, so that a corrupt name neither
+      // overflows nor sizes the world at billions of ranks.
+      if (m[1].length() > 8 || std::stoi(m[1].str()) >= (1 << 24))
+        throw InputError(fmt::format("{}: location group '{}': rank {} out of range (expected < {})",
+                                     a_.anchor, l.group_name, m[1].str(), 1 << 24));
+      rank = std::stoi(m[1].str());
+    }
+    rank_of_group[l.group] = rank;
     ++next;
   }
   std::map<int, int> lanes;
@@ -307,7 +316,10 @@ void Otf2Import::finish(ImportedTrace& t) {
 }  // namespace
 
 ImportedTrace import_otf2(const std::string& path) {
-  const Otf2Archive a = read_otf2_archive(path);
+  return import_otf2_archive(read_otf2_archive(path));
+}
+
+ImportedTrace import_otf2_archive(const Otf2Archive& a) {
   ImportedTrace t;
   t.format = "otf2";
   t.warnings = a.warnings;

@@ -12,10 +12,14 @@
 #include <string>
 
 #include "workloads/importers/imported_trace.hpp"
+#include "workloads/importers/otf2_reader.hpp"
 
 namespace commstack::workloads::importers {
 
 // Throws InputError for an unreadable archive (read_otf2_archive) or one with no region events.
 ImportedTrace import_otf2(const std::string& path);
+// The same on an archive already read (read_otf2_archive); InputError for a rank number out of range
+// in a location group's name, or no region events.
+ImportedTrace import_otf2_archive(const Otf2Archive& archive);
 
 }  // namespace commstack::workloads::importers
