@@ -22,6 +22,7 @@ std::string unreadable_reason(const std::string& path) {
   const auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) return "no such file";
   if (std::filesystem::is_directory(st)) return "it is a directory, expected a file";
+  errno = 0;  // set by the failing open below, not left over from an earlier call
   std::ifstream in(path, std::ios::binary);
   if (!in) return errno != 0 ? std::strerror(errno) : "it cannot be opened";
   return "";
@@ -34,7 +35,6 @@ std::string unreadable_reason(const std::string& path) {
 }  // namespace
 
 void check_input_file(const std::string& path, std::string_view what) {
-  errno = 0;
   if (const std::string reason = unreadable_reason(path); !reason.empty()) fail(path, what, reason);
 }
 
