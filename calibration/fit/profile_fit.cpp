@@ -4,10 +4,13 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/math/tools/minima.hpp>
 
 #include "common/error.hpp"
@@ -30,11 +33,14 @@ struct Objective {
   const Profile& prior;
   FitOptions options;
 
-  double data(const Profile& p) const {
+  // The data term of every run, or of one run (`only_run`): provenance asks which runs move a
+  // parameter.
+  double data(const Profile& p, std::optional<std::size_t> only_run = std::nullopt) const {
     double sum = 0;
     const double c2 = options.robust_scale * options.robust_scale;
     const bool soft_l1 = options.loss == "soft_l1";
     for (const auto& pt : points) {
+      if (only_run && pt.run != *only_run) continue;
       const double pred = predictors[pt.run]->evaluate(pt.choice, p).time_s;
       const double r = std::log(pred / pt.measured_s);
       // Cauchy: bounded influence of a spike (one 68 us point among 13 us neighbours) and of a run
@@ -129,21 +135,32 @@ void minimise_param(const Objective& f, int i, Profile& p, double& best) {
   }
 }
 
-// Provenance: which parameters the data constrains (data term moves by > 1e-6 for a 10% change).
+// A run as the profile names it: its file, and the settings that pick it out of the file (`@keys`).
+std::string run_label(const MeasuredRun& run) {
+  return run.knob_text.empty() ? run.file : run.file + "@" + run.knob_text;
+}
+
+// Provenance: the runs whose data term moves by > 1e-6 for a 10% change of a parameter, each named
+// once (a file can hold several runs: the NDm table has nine); a parameter no run moves says so.
 void mark_provenance(const Objective& f, const std::vector<MeasuredRun>& runs, const Profile& prior,
                      Profile& p) {
-  std::string files;
-  for (const auto& run : runs) files += (files.empty() ? "" : ", ") + run.file;
-  const double base = f.data(p);
+  std::vector<double> base(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) base[r] = f.data(p, r);
   for (int i = 0; i < sim::stack::kNumParams; ++i) {
     auto& v = p.params[static_cast<std::size_t>(i)];
     Profile up = p, down = p;
     up.params[static_cast<std::size_t>(i)].value *= 1.1;
     down.params[static_cast<std::size_t>(i)].value /= 1.1;
-    const double sens = std::max(std::fabs(f.data(up) - base), std::fabs(f.data(down) - base));
+    std::vector<std::string> movers;
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const double sens = std::max(std::fabs(f.data(up, r) - base[r]), std::fabs(f.data(down, r) - base[r]));
+      const std::string label = run_label(runs[r]);
+      if (sens > 1e-6 && std::ranges::find(movers, label) == movers.end()) movers.push_back(label);
+    }
     const std::string prior_prov = prior.params[static_cast<std::size_t>(i)].provenance;
-    if (sens > 1e-6)
-      v.provenance = fmt::format("{}{} (prior {:.4g}: {})", kFittedProvenance, files, v.prior, prior_prov);
+    if (!movers.empty())
+      v.provenance = fmt::format("{}{} (prior {:.4g}: {})", kFittedProvenance, fmt::join(movers, ", "),
+                                 v.prior, prior_prov);
     else
       v.provenance = fmt::format("not constrained by the inputs, kept near the prior: {}", prior_prov);
   }
@@ -157,6 +174,7 @@ void record_fit(const std::vector<MeasuredRun>& runs, const FitData& d, Profile&
   for (const auto& run : runs) {
     sim::stack::InputRun in;
     in.file = run.file;
+    in.settings = run.knob_text;
     in.cluster = run.cluster_name;
     in.op = sim::to_string(run.op);
     in.nodes = run.nodes;
@@ -171,6 +189,7 @@ void record_fit(const std::vector<MeasuredRun>& runs, const FitData& d, Profile&
     const double pred = d.predictors[pt.run]->evaluate(pt.choice, p).time_s;
     sim::stack::FitResidual r;
     r.file = run.file;
+    r.settings = run.knob_text;
     r.bytes = pt.choice.bytes;
     r.measured_us = pt.measured_s * 1e6;
     r.predicted_us = pred * 1e6;

@@ -162,12 +162,19 @@ json profile_to_json(const Profile& p) {
   }
   json inputs = json::array();
   for (const auto& in : p.inputs)
-    inputs.push_back(json{{"file", in.file},   {"cluster", in.cluster},     {"op", in.op},
-                          {"nodes", in.nodes}, {"gpus_per_node", in.gpus_per_node}, {"points", in.points},
-                          {"min_bytes", in.min_bytes}, {"max_bytes", in.max_bytes}});
+    inputs.push_back(json{{"file", in.file},
+                          {"settings", in.settings},
+                          {"cluster", in.cluster},
+                          {"op", in.op},
+                          {"nodes", in.nodes},
+                          {"gpus_per_node", in.gpus_per_node},
+                          {"points", in.points},
+                          {"min_bytes", in.min_bytes},
+                          {"max_bytes", in.max_bytes}});
   json res = json::array();
   for (const auto& r : p.residuals)
     res.push_back(json{{"file", r.file},
+                       {"settings", r.settings},
                        {"bytes", r.bytes},
                        {"measured_us", r.measured_us},
                        {"predicted_us", r.predicted_us},
@@ -223,9 +230,13 @@ Profile profile_from_json(const json& doc, const std::string& origin) {
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& e = (*it)[i];
       const std::string path = fmt::format("$.inputs[{}]", i);
-      only_keys(e, {"file", "cluster", "op", "nodes", "gpus_per_node", "points", "min_bytes", "max_bytes"}, origin, path);
+      only_keys(
+          e,
+          {"file", "settings", "cluster", "op", "nodes", "gpus_per_node", "points", "min_bytes", "max_bytes"},
+          origin, path);
       InputRun r;
       r.file = get_string(e, "file", origin, path);
+      r.settings = get_string(e, "settings", origin, path, false);
       r.cluster = get_string(e, "cluster", origin, path, false);
       r.op = get_string(e, "op", origin, path, false);
       r.nodes = static_cast<int>(get_number(e, "nodes", origin, path));
@@ -245,9 +256,11 @@ Profile profile_from_json(const json& doc, const std::string& origin) {
       for (std::size_t i = 0; i < rit->size(); ++i) {
         const json& e = (*rit)[i];
         const std::string path = fmt::format("$.fit.residuals[{}]", i);
-        only_keys(e, {"file", "bytes", "measured_us", "predicted_us", "error_percent"}, origin, path);
+        only_keys(e, {"file", "settings", "bytes", "measured_us", "predicted_us", "error_percent"}, origin,
+                  path);
         FitResidual r;
         r.file = get_string(e, "file", origin, path);
+        r.settings = get_string(e, "settings", origin, path, false);
         r.bytes = static_cast<std::uint64_t>(get_number(e, "bytes", origin, path));
         r.measured_us = get_number(e, "measured_us", origin, path);
         r.predicted_us = get_number(e, "predicted_us", origin, path);

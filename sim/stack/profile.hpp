@@ -53,6 +53,7 @@ struct ParamValue {
 
 struct FitResidual {
   std::string file;
+  std::string settings;  // the run's `@keys` within the file (InputRun::settings)
   std::uint64_t bytes = 0;
   double measured_us = 0;
   double predicted_us = 0;
@@ -61,6 +62,7 @@ struct FitResidual {
 
 struct InputRun {
   std::string file;
+  std::string settings;  // the run's `@key=value,...` as calibrate was given it (which table, column, knobs)
   std::string cluster;
   std::string op;
   int nodes = 0;

@@ -51,6 +51,16 @@ TEST_CASE("stack: profile JSON round trip keeps every parameter") {
     CHECK(q.params[static_cast<std::size_t>(i)].value == p.params[static_cast<std::size_t>(i)].value);
   CHECK(q.sm == 90);
   CHECK(sim::stack::profile_to_json(q).dump() == j.dump());
+  // A profile written before inputs and residuals named the run's settings still loads.
+  auto old = j;
+  old["inputs"] = nlohmann::json::parse(
+      R"([{"file":"a.txt","cluster":"dgx-h100","op":"allreduce","nodes":1,"gpus_per_node":8,"points":3}])");
+  old["fit"]["residuals"] = nlohmann::json::parse(
+      R"([{"file":"a.txt","bytes":8,"measured_us":10,"predicted_us":11,"error_percent":10}])");
+  const Profile o = sim::stack::profile_from_json(old, "old");
+  REQUIRE(o.inputs.size() == 1);
+  CHECK(o.inputs[0].settings.empty());
+  CHECK(o.residuals.at(0).settings.empty());
 }
 
 TEST_CASE("stack: profile JSON errors name the field") {
@@ -134,6 +144,7 @@ TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
   for (int nodes : {1, 2}) {
     fit::MeasuredRun run;
     run.file = nodes == 1 ? "synthetic-1n8g" : "synthetic-2n8g";
+    run.knob_text = fmt::format("nodes={},gpus_per_node=8", nodes);
     run.cluster_name = "dgx-h100";
     run.cluster = topologies::load_cluster("dgx-h100");
     run.nodes = nodes;
@@ -152,6 +163,16 @@ TEST_CASE("stack: the fit recovers a known profile from its own predictions") {
   // NVLS binds on one node: its efficiency is identified by the data.
   CHECK(fitted[Param::eta_nvls] == approx(0.62).epsilon(0.03));
   CHECK(fitted.residuals.size() == runs[0].bytes.size() + runs[1].bytes.size());
+  // Provenance names the runs that move a parameter: the NIC's efficiency only the 2-node run's.
+  const std::string nic = fitted.params[static_cast<std::size_t>(Param::eta_nic)].provenance;
+  CHECK(nic.starts_with("fitted on synthetic-2n8g@nodes=2,gpus_per_node=8 (prior "));
+  CHECK(nic.find("synthetic-1n8g") == std::string::npos);
+  REQUIRE(fitted.inputs.size() == 2);
+  CHECK(fitted.inputs[1].settings == "nodes=2,gpus_per_node=8");
+  CHECK(fitted.residuals.back().settings == "nodes=2,gpus_per_node=8");
+  const Profile reread = sim::stack::profile_from_json(sim::stack::profile_to_json(fitted), "test");
+  CHECK(reread.inputs[1].settings == "nodes=2,gpus_per_node=8");
+  CHECK(reread.residuals.back().settings == "nodes=2,gpus_per_node=8");
   // Deterministic: a second fit gives the same numbers bit for bit.
   const Profile again = fit::fit_profile(runs, sim::stack::prior_profile(90), weak);
   CHECK(sim::stack::profile_to_json(again).dump() == sim::stack::profile_to_json(fitted).dump());
