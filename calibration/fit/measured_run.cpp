@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -310,15 +311,21 @@ sim::stack::Predictor::Choice choose_for_run(
 
 namespace {
 
-// The GPU part a name gives ("NVIDIA H800" -> "h800", "H100-SXM5-80GB" -> "h100"); "" when none of
-// these. Longer names first: h200 before h20, a100 before a10, l40s before l40 and l4.
+// The GPU part a name gives ("NVIDIA H800" -> "h800", "H100-SXM5-80GB" -> "h100"), with the board
+// when it is not the SXM module the presets describe ("NVIDIA H100 PCIe" -> "h100 pcie", "NVIDIA
+// H100 NVL" -> "h100 nvl": other NVLink, a bridge or none); "" when none of these. Longer names
+// first: h200 before h20, a100 before a10, l40s before l40 and l4.
 std::string gpu_part(const std::string& name) {
   static constexpr std::array<std::string_view, 19> kParts{
       "gb300", "gb200", "gh200", "b300", "b200", "b100", "h800", "h200", "h100", "h20",
       "a800",  "a100",  "a40",   "a30",  "a10",  "v100", "l40s", "l40",  "l4"};
   const std::string lower_name = detail::lower(name);
+  static const std::regex kNvlBoard(R"(\bnvl\b)");  // "H100 NVL", not a rack's "NVL72"
+  const std::string board = lower_name.find("pcie") != std::string::npos ? " pcie"
+                            : std::regex_search(lower_name, kNvlBoard)   ? " nvl"
+                                                                         : "";
   for (auto part : kParts)
-    if (lower_name.find(part) != std::string::npos) return std::string(part);
+    if (lower_name.find(part) != std::string::npos) return std::string(part) + board;
   return "";
 }
 

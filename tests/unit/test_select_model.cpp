@@ -235,7 +235,7 @@ TEST_CASE("select: NCCL 2.26 and 2.27 price NVLS at the graph's speeds and raise
   CHECK(tuner_constants(NcclVersion::v2_27_7).hw_latency_us[2][5][2] == approx(14.0));
 }
 
-TEST_CASE("select: NCCL 2.26 enables LL128 only on the SMs it lists; 2.27 on every SM from 70") {
+TEST_CASE("select: NCCL 2.26 enables LL128 only on the SMs it lists, 2.27 on every SM from 70") {
   // B300 (SM 103) on NVLink: 2.26's switch (70, 80, 90, 100, 120) leaves it out.
   CommShape s = b200_node(16, 45.0);
   s.min_sm = s.max_sm = 103;

@@ -82,7 +82,7 @@ TEST_CASE(
   CHECK(g.nvls.bw_inter == approx(48.0));
 }
 
-TEST_CASE("search: A100 nodes with HDR NICs give 8 x 24 GB/s rings; the tree raises its NVLink speed to 30") {
+TEST_CASE("search: A100 nodes with HDR NICs give 8 x 24 GB/s rings, the tree raises its NVLink speed to 30") {
   // HDR 200 Gb/s (25 GB/s) behind PCIe Gen4 (24): 8 channels at 24 GB/s (16 x 12 is no better).
   // Pass 2 of the tree search raises bwIntra while the NVLinks allow 8 channels: 28, then 30.
   const SearchedGraphs g = search_nvswitch_node(with_nics(one_node(80, 12), 8, 24.0));

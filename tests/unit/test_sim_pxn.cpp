@@ -33,7 +33,7 @@ TEST_CASE("pxn: a DGX H100 GPU reaches another node's GPU j through its node's G
 }
 
 TEST_CASE(
-    "pxn: inside a GB200 NVL72 rack there is no network; across racks the relay is the peer's position") {
+    "pxn: inside a GB200 NVL72 rack there is no network, across racks the relay is the peer's position") {
   const auto spec = topologies::load_cluster("gb200-nvl72");
   const auto rack = topologies::build_topology(spec, 18, 4);
   CHECK(PxnRelays(rack, all_ranks(72)).relay(0, 71) == -1);

@@ -469,7 +469,7 @@ TEST_CASE("stack: a run's loader says what it assumed: another GPU than the clus
 }
 
 TEST_CASE(
-    "stack: an explicit op the table's columns rule out is refused; an unreadable run does not block "
+    "stack: an explicit op the table's columns rule out is refused, an unreadable run does not block "
     "another") {
   // An all_gather table: --op all_reduce contradicts its columns (redop none, count = size / (ranks x
   // type size)) even though they cannot tell all_gather from alltoall.
@@ -537,7 +537,7 @@ TEST_CASE("stack: validate's plot data are the table's numbers as bus bandwidth"
   std::remove(files.gp.string().c_str());
 }
 
-TEST_CASE("stack: NCCL's TUNING lines of a broadcast are used; lines outside the table are said unused") {
+TEST_CASE("stack: NCCL's TUNING lines of a broadcast are used, lines outside the table are said unused") {
   // Written for this test: a broadcast table (its nBytes is the size column, as all-reduce's) with
   // NCCL's per-call lines, then the same lines printed before the table only.
   const std::string table =
@@ -645,24 +645,43 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "stack: a GPU of the preset's generation but another part is noted; auto names the nearest preset") {
-  const std::string path = "test_h800.txt";
-  std::ofstream(path)
-      << "# Collective test starting: all_reduce_perf\n"
-         "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA H800\n"
-         "#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA H800\n"
-         "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
-         "time   algbw   busbw #wrong\n"
-         "     1048576        262144     float     sum      -1    30.00   34.95   34.95      0    "
-         "30.00   34.95   34.95      0\n";
-  const auto run = fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100"));
-  bool said = false;
-  for (const auto& n : run.notes)
-    said = said || n.find(
-                       "'NVIDIA H800' but cluster dgx-h100 is built around the H100-SXM5-80GB (the same "
-                       "generation, another part") != std::string::npos;
-  CHECK(said);
-  CHECK_THROWS_WITH_AS(fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("auto")),
+    "stack: a GPU of the preset's generation but another part is noted, auto names the nearest preset") {
+  auto write_log = [](const std::string& path, const std::string& gpu) {
+    std::ofstream(path)
+        << "# Collective test starting: all_reduce_perf\n"
+           "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] NVIDIA "
+        << gpu << "\n#  Rank  1 Group  0 Pid 1 on a device  1 [0x2a] NVIDIA " << gpu
+        << "\n#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+           "time   algbw   busbw #wrong\n"
+           "     1048576        262144     float     sum      -1    30.00   34.95   34.95      0    "
+           "30.00   34.95   34.95      0\n";
+  };
+  auto noted = [](const fit::MeasuredRun& run, const std::string& gpu) {
+    bool said = false;
+    for (const auto& n : run.notes)
+      said = said || n.find("'NVIDIA " + gpu +
+                            "' but cluster dgx-h100 is built around the H100-SXM5-80GB (the same generation, "
+                            "another part") != std::string::npos;
+    return said;
+  };
+  // The export part (other NVLink count) and the PCIe and NVL boards of the same die.
+  for (const std::string gpu : {"H800", "H100 PCIe", "H100 NVL"}) {
+    CAPTURE(gpu);
+    const std::string path = "test_other_part.txt";
+    write_log(path, gpu);
+    CHECK(noted(fit::load_measured_run(fit::parse_run_spec(path, "--input"), std::string("dgx-h100")), gpu));
+    std::remove(path.c_str());
+  }
+  // The SXM part the preset describes is not noted.
+  const std::string sxm = "test_sxm_part.txt";
+  write_log(sxm, "H100 80GB HBM3");
+  CHECK(fit::load_measured_run(fit::parse_run_spec(sxm, "--input"), std::string("dgx-h100")).notes.empty());
+  std::remove(sxm.c_str());
+  // No preset is built around a PCIe board: auto names the generation's nearest (the H800 has its own,
+  // hgx-h800, see "cluster auto takes the preset of the GPU the rank lines name").
+  const std::string pcie = "test_pcie_part.txt";
+  write_log(pcie, "H100 PCIe");
+  CHECK_THROWS_WITH_AS(fit::load_measured_run(fit::parse_run_spec(pcie, "--input"), std::string("auto")),
                        doctest::Contains("its generation's nearest is dgx-h100"), InputError);
-  std::remove(path.c_str());
+  std::remove(pcie.c_str());
 }

@@ -127,7 +127,7 @@ TEST_CASE("sweep: a resumed sweep computes only the missing points and ends with
   fs::remove_all(cut);
 }
 
-TEST_CASE("sweep: a grid edit keeps the finished points; another base job is refused unless --restart") {
+TEST_CASE("sweep: a grid edit keeps the finished points, another base job is refused unless --restart") {
   const fs::path dir = fresh_dir("edit");
   run(spec_with(kBase, kGrid), dir, 2);
   // Two more tp values and one node count less: 6 x 2 = 12 points, 8 of them computed before.

@@ -110,7 +110,7 @@ TEST_CASE("topo: d-mod-k is deterministic and spreads destinations over all spin
   }
 }
 
-TEST_CASE("topo: non-blocking fat tree bisection = N/2 x NIC bandwidth; 4:1 oversubscription = 1/4") {
+TEST_CASE("topo: non-blocking fat tree bisection = N/2 x NIC bandwidth, 4:1 oversubscription = 1/4") {
   // 4 nodes x 4 GPUs, units of 2 nodes: the GPU halves are the two units, so the cut is the leaf uplinks.
   const auto nb = build_topology(small_rail(), 4);
   CHECK(bisection_bandwidth(nb) == approx(8 * 50e9));
@@ -127,7 +127,7 @@ TEST_CASE("topo: non-blocking fat tree bisection = N/2 x NIC bandwidth; 4:1 over
   CHECK(bisection_bandwidth(build_topology(load_cluster("dgx-h100"), 512)) == approx(256 * 8 * 50e9));
 }
 
-TEST_CASE("topo: plain fat tree: all NICs of a node on its ToR; paths and ECMP") {
+TEST_CASE("topo: plain fat tree: all NICs of a node on its ToR, paths and ECMP") {
   const auto t = build_topology(
       topo_test::preset_with("dgx-h100", {{"fabric", {{"kind", "fat_tree"}, {"nodes_per_unit", 2}, {"switch_radix", 32}}}}),
       6);

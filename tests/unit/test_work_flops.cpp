@@ -37,7 +37,8 @@ TEST_CASE("work: per-layer FLOPs of one GPT layer equal 24Bsh^2 + 4Bs^2h and spl
   CHECK(logits_forward_flops(m, 4, 2048) == 2 * B * s * h * 51200);
 }
 
-TEST_CASE("work: selective recompute adds 4Bs^2h per layer; Korthikanti's printed HFU formula counts it twice") {
+TEST_CASE(
+    "work: selective recompute adds 4Bs^2h per layer, Korthikanti's printed HFU formula counts it twice") {
   auto rows = work_test::read_table(work_test::data_dir() + "training_korthikanti_activation-recompute_tables3-5.csv");
   REQUIRE(rows.size() == 4);
   const char* names[] = {"korthikanti-22b", "korthikanti-175b", "korthikanti-530b", "korthikanti-1t"};

@@ -75,7 +75,7 @@ TEST_CASE("work: weights, gradients and optimizer states split by ZeRO stage (16
   CHECK(z3[1] + z3[2] == approx(14 * P / 8));
 }
 
-TEST_CASE("work: 1F1B holds pp - stage micro-batches; interleaving multiplies stage 0 by 1 + (p-1)/(pv)") {
+TEST_CASE("work: 1F1B holds pp - stage micro-batches, interleaving multiplies stage 0 by 1 + (p-1)/(pv)") {
   ModelSpec m = builtin_model("korthikanti-175b");
   ParallelConfig p = cfg(m, R"({"tp":8,"sequence_parallel":true,"pp":8,"micro_batch":1,"global_batch":64,"recompute":"selective"})");
   MemoryEstimate e = estimate_memory(m, p);
@@ -93,7 +93,9 @@ TEST_CASE("work: 1F1B holds pp - stage micro-batches; interleaving multiplies st
         approx(34.0 * 2048 * 12288 / 8 * 96 * (1 + 7.0 / (8 * 3))));
 }
 
-TEST_CASE("work: the published Megatron and Korthikanti configurations fit in 80 GB; without recompute 530B does not") {
+TEST_CASE(
+    "work: the published Megatron and Korthikanti configurations fit in 80 GB, without recompute 530B does "
+    "not") {
   auto rows = work_test::read_table(work_test::data_dir() + "training_megatron-sc21_weak-scaling_table1.csv");
   for (const auto& r : rows) {
     std::string billions = r.at("params_billion") == "1008.0" ? "1008" : r.at("params_billion");
