@@ -70,7 +70,7 @@ commstack_cli_error_test(NAME stack_collective_breakdown_needs_profile
 # The calibrated stack model is the default: the header names the profile and NCCL's selection.
 commstack_cli_test(NAME stack_collective_default_profile
   ARGS collective --cluster dgx-h100 --nodes 2 -b 1G -e 1G --breakdown
-  MATCH "on dgx-h100; calibrated stack model, profile h100 \\([^)]*h100.json\\), NCCL 2\\.28\\.9 selection\n.*\n# +1073741824 NVLSTree/Simple/16")
+  MATCH "on dgx-h100 x 2 nodes; calibrated stack model, profile h100 \\([^)]*h100.json\\), NCCL 2\\.28\\.9 selection; 16 coll channels \\(ring graph 8 x 48 GB/s\\), 16 nvls channels\n.*\n# +1073741824 NVLSTree/Simple/16")
 commstack_cli_error_test(NAME stack_collective_fabric_flag_needs_none
   ARGS collective --cluster dgx-h100 --nodes 2 --fidelity edge
   MATCH "commstack: error: --channels/--chunk-bytes/.* shape or record the SimGrid fabric simulation: add --profile none")
