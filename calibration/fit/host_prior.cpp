@@ -1,7 +1,6 @@
 #include "calibration/fit/host_prior.hpp"
 
 #include <cmath>
-#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -37,15 +36,12 @@ bool taken_from_other_generations(const sim::stack::ParamValue& v) {
 
 namespace {
 
-// "a100 6.962 us (sm 80; fitted on A, B)": the source's distinct input files, in order.
+// "a100 6.962 us (sm 80; fitted on A, B@op=...)": the runs of the source that moved the parameter.
 std::string describe_source(const Profile& source, Param param) {
-  std::set<std::string> seen;
-  std::string files;
-  for (const auto& in : source.inputs)
-    if (seen.insert(in.file).second) files += (files.empty() ? "" : ", ") + in.file;
   const auto& info = sim::stack::param_info(param);
-  return fmt::format("{} {:.4g} {} (sm {}; fitted on {})", source.name, source[param], info.unit, source.sm,
-                     files.empty() ? "no inputs listed" : files);
+  return fmt::format("{} {:.4g} {} (sm {}; {}{})", source.name, source[param], info.unit, source.sm,
+                     kFittedProvenance,
+                     fitted_on_runs(source.params[static_cast<std::size_t>(param)].provenance));
 }
 
 }  // namespace

@@ -159,8 +159,8 @@ void mark_provenance(const Objective& f, const std::vector<MeasuredRun>& runs, c
     }
     const std::string prior_prov = prior.params[static_cast<std::size_t>(i)].provenance;
     if (!movers.empty())
-      v.provenance = fmt::format("{}{} (prior {:.4g}: {})", kFittedProvenance, fmt::join(movers, ", "),
-                                 v.prior, prior_prov);
+      v.provenance = fmt::format("{}{}{}{:.4g}: {})", kFittedProvenance, fmt::join(movers, ", "),
+                                 kFittedPriorMarker, v.prior, prior_prov);
     else
       v.provenance = fmt::format("not constrained by the inputs, kept near the prior: {}", prior_prov);
   }
@@ -203,6 +203,12 @@ void record_fit(const std::vector<MeasuredRun>& runs, const FitData& d, Profile&
 }
 
 }  // namespace
+
+std::string_view fitted_on_runs(std::string_view provenance) {
+  if (!provenance.starts_with(kFittedProvenance)) return {};
+  provenance.remove_prefix(kFittedProvenance.size());
+  return provenance.substr(0, provenance.find(kFittedPriorMarker));
+}
 
 Profile fit_profile(const std::vector<MeasuredRun>& runs, const Profile& prior, const FitOptions& options) {
   if (runs.empty()) throw InputError("calibrate: no usable input runs");

@@ -26,8 +26,13 @@ struct FitOptions {
 
 // Fits every parameter of `prior` (its values are the start and the prior means) to `runs`.
 // Deterministic. Fills inputs, residuals and provenance: a parameter the runs constrain gets
-// kFittedProvenance + its files, one they leave at the prior says so.
+// kFittedProvenance + the runs that move it + kFittedPriorMarker + its prior, one they leave at the
+// prior says so.
 inline constexpr std::string_view kFittedProvenance = "fitted on ";
+inline constexpr std::string_view kFittedPriorMarker = " (prior ";
+// The runs a fitted parameter's provenance names ("A.txt, B.csv@op=all_gather"); empty when it was not
+// fitted on data.
+std::string_view fitted_on_runs(std::string_view provenance);
 sim::stack::Profile fit_profile(const std::vector<MeasuredRun>& runs, const sim::stack::Profile& prior,
                                 const FitOptions& options = {});
 

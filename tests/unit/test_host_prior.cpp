@@ -41,11 +41,13 @@ Profile source(const std::string& name, int sm, double launch_us, bool constrain
   p.name = name;
   auto& v = p.params[static_cast<std::size_t>(Param::launch_us)];
   v.value = launch_us;
-  v.provenance = constrained ? std::string(fit::kFittedProvenance) + name + ".txt (prior 8.4: ...)"
-                             : "not constrained by the inputs, kept near the prior: ...";
-  sim::stack::InputRun in;
-  in.file = name + ".txt";
-  p.inputs = {in, in};  // one file listed twice (a table's two series): named once
+  v.provenance = constrained
+                     ? std::string(fit::kFittedProvenance) + name + ".txt@gpus_per_thread=8 (prior 8.4: ...)"
+                     : "not constrained by the inputs, kept near the prior: ...";
+  sim::stack::InputRun g8, g1;
+  g8.file = name + ".txt";
+  g1.file = name + "-g1.txt";
+  p.inputs = {g8, g1};  // only the -g 8 run moved launch_us: its provenance says so, and is what is cited
   return p;
 }
 }  // namespace
@@ -88,7 +90,8 @@ TEST_CASE("host prior: the geometric mean of the constrained sources, the others
   CHECK(v.provenance ==
         "prior: host-side, geometric mean of 2 profile(s) of other GPU generations whose runs show the host "
         "time: a100 "
-        "4 us (sm 80; fitted on a100.txt); h100 9 us (sm 90; fitted on h100.txt)");
+        "4 us (sm 80; fitted on a100.txt@gpus_per_thread=8); h100 9 us (sm 90; fitted on "
+        "h100.txt@gpus_per_thread=8)");
   CHECK(prior[Param::kernel_us] == kernel_before);  // the device's fixed cost is the GPU's
 
   // No source constrains it: the prior stays NCCL's, and the note says so.
