@@ -89,7 +89,9 @@ void run_calibrate(const CalibrateOptions& o) {
   for (int i = 0; i < sim::stack::kNumParams; ++i) {
     const auto& info = sim::stack::param_info(i);
     const auto& v = fitted.params[static_cast<std::size_t>(i)];
-    fmt::print("  {:<22} {:>10.4g} {:<8} (prior {:.4g})\n", info.name, v.value, info.unit, v.prior);
+    // Which values the runs set and which are the prior's: the JSON's provenance names the runs.
+    fmt::print("  {:<22} {:>10.4g} {:<8} (prior {:.4g}{})\n", info.name, v.value, info.unit, v.prior,
+               fit::fitted_on_data(v) ? "" : "; no run constrains it, kept near the prior");
   }
 }
 

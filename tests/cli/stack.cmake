@@ -252,6 +252,12 @@ commstack_cli_test(NAME stack_calibrate_host_from
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
        --host-from calibration/profiles/a100.json --output /dev/null
   MATCH "note: --host-from: prior launch_us 6.[0-9]+ us \\(geometric mean of 1 profile\\(s\\)\\)\n")
+# The summary says which values the runs set: a one-node NVLS run at >= 32 MiB (-g 1) moves the NVLS
+# terms, not the host's launch cost nor anything of the network.
+commstack_cli_test(NAME stack_calibrate_summary_says_what_is_fitted
+  ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
+       --output /dev/null
+  MATCH "  launch_us +8.4 us +\\(prior 8.4; no run constrains it, kept near the prior\\)\n.*  lat_net_ll_us +2.7 us +\\(prior 2.7; no run constrains it, kept near the prior\\)\n.*  eta_nvls +0.6[0-9]+ fraction \\(prior 0.6111\\)\n")
 commstack_cli_test(NAME stack_calibrate_host_from_unconstrained
   ARGS calibrate --input ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt@cluster=dgx-h100,nodes=1,gpus_per_node=8
        --host-from calibration/profiles/gh200.json --output /dev/null
