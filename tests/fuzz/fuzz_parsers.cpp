@@ -11,12 +11,14 @@
 // the sanitizer build).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,9 @@
 #include "common/input_file.hpp"
 #include "json_mutation.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/stack/embedded_profiles.hpp"
+#include "sim/stack/predict.hpp"
+#include "sim/stack/profile.hpp"
 #include "sim/sweep/spec.hpp"
 #include "sim/sweep/training_jobs.hpp"
 #include "topologies/cluster.hpp"
@@ -306,6 +311,30 @@ Target cluster_json_target(const std::string&) {
   return t;
 }
 
+Target profile_json_target(const std::string&) {
+  Target t;
+  // Calibration profiles (--profile FILE, calibrate --prior / --host-from) are users' input too: the
+  // shipped profiles are the seeds; the parse, then one prediction per collective shape that reads
+  // every layer's parameters (one node: NVLink, NVLS; two nodes: the network).
+  for (const auto& [name, text] : commstack::sim::stack::embedded_profile_files()) t.seeds.emplace_back(text);
+  t.json_values = true;
+  t.parse = [](const std::string& text) {
+    const auto j = json_or_refuse<nlohmann::json>(text);
+    const auto profile = commstack::sim::stack::profile_from_json(j, "fuzz");
+    static const auto cluster = commstack::topologies::load_cluster("dgx-h100");
+    for (const int nodes : {1, 2}) {
+      const commstack::sim::stack::Predictor pr(cluster, nodes, 8);
+      for (const std::uint64_t bytes : {std::uint64_t{1024}, std::uint64_t{1} << 28}) {
+        // A profile the parser accepts is within every parameter's physical range: its times are too.
+        const double s = pr.predict(commstack::sim::CollectiveOp::allreduce, bytes, profile).time_s;
+        if (!std::isfinite(s) || !(s > 0))
+          throw std::runtime_error("a parsed profile predicts a time of " + std::to_string(s) + " s");
+      }
+    }
+  };
+  return t;
+}
+
 Target scenario_json_target(const std::string&) {
   Target t;
   // What-if scenarios (commstack whatif FILE; a sweep's jobs have the same shape): the built-in
@@ -364,6 +393,7 @@ const std::map<std::string, TargetFactory>& targets() {
       {"published_table", published_table_target},
       {"bench_json", bench_json_target},
       {"cluster_json", cluster_json_target},
+      {"profile_json", profile_json_target},
       {"scenario_json", scenario_json_target},
       {"sweep_json", sweep_json_target},
   };
