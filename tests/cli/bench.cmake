@@ -3,7 +3,11 @@
 # bench_expect(NAME n EXIT code MATCH regex COMMAND ...): runs the command through sh, passes when
 # its output (stdout + stderr) matches MATCH and it exited with status EXIT (never a crash or hang).
 function(bench_expect)
-  cmake_parse_arguments(T "" "NAME;EXIT;MATCH" "COMMAND" ${ARGN})
+  cmake_parse_arguments(PARSE_ARGV 0 T "" "NAME;EXIT;MATCH" "COMMAND")
+  # PASS_REGULAR_EXPRESSION is a list: a ';' would make the regex two alternatives, either enough.
+  if(T_MATCH MATCHES ";")
+    message(FATAL_ERROR "bench_expect ${T_NAME}: MATCH holds a ';' (a list separator here): use '.'")
+  endif()
   list(JOIN T_COMMAND " " cmd)
   add_test(NAME cli.${T_NAME} COMMAND sh -c "${cmd} 2>&1; echo \"exit=$?\"" WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(cli.${T_NAME} PROPERTIES PASS_REGULAR_EXPRESSION "${T_MATCH}.*exit=${T_EXIT}\n" TIMEOUT 120)
