@@ -1,5 +1,7 @@
 #include "calibration/fit/measured_run.hpp"
 
+#include "calibration/fit/nccl_tests_table_op.hpp"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -594,9 +596,14 @@ void resolve_shape(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun&
     if (need_gpus)
       what.emplace_back("GPUs per node"), flags.emplace_back("--gpus-per-node G"),
           keys.emplace_back("gpus_per_node=G");
-    throw InputError(fmt::format("{}: cannot use this run: its rank lines do not give {} (pass {}, or {})",
-                                 spec.file, fmt::join(what, " or "), fmt::join(flags, " "),
-                                 fmt::join(keys, ",")));
+    const auto counted = ranks_from_table(log, log.op);
+    throw InputError(fmt::format(
+        "{}: cannot use this run: its rank lines do not give {}{} (pass {}, or {}){}", spec.file,
+        fmt::join(what, " or "),
+        log.rank_lines_elided && !log.ranks.empty() ? " (a '...' line left some out)" : "",
+        fmt::join(flags, " "), fmt::join(keys, ","),
+        counted ? fmt::format("; its table was measured on {} ranks ({})", counted->ranks, counted->why)
+                : std::string()));
   }
   // A rank the log names that the shape given cannot hold (partial rank lines: "Rank 127" alone).
   if (!log.ranks.empty()) {
@@ -621,6 +628,21 @@ void resolve_shape(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun&
       log.n_ranks != run.nodes * run.gpus_per_node)
     throw InputError(fmt::format("{}: the log lists {} ranks but nodes x GPUs per node = {} x {}", spec.file,
                                  log.n_ranks, run.nodes, run.gpus_per_node));
+}
+
+// The shape must be the one that printed the table: nccl-tests' own columns (the bus factor, the
+// count of the sharded ops) give the rank count, and a log with rank lines cut out ("...") or a
+// mistyped --nodes would otherwise be predicted on other GPUs than it measured, with no word.
+void check_table_ranks(const RunSpec& spec, const NcclTestsResult& log, const MeasuredRun& run) {
+  const int n = run.nodes * run.gpus_per_node;
+  const auto conflict = table_ranks_conflict(log, log.op, n);
+  if (!conflict) return;
+  const bool given = spec.nodes || spec.gpus_per_node;
+  throw InputError(fmt::format(
+      "{}: nodes x GPUs per node = {} x {} = {} ranks (from {}) did not print this table: {}; give the run's "
+      "shape with --nodes N --gpus-per-node G (calibrate: {}@nodes=N,gpus_per_node=G)",
+      spec.file, run.nodes, run.gpus_per_node, n,
+      given ? "--nodes / --gpus-per-node" : "the log's rank lines", *conflict, spec.file));
 }
 
 // What the log says about how NCCL and nccl-tests ran (MNNVL, -g, the NCCL release, the channels,
@@ -750,6 +772,7 @@ MeasuredRun load_measured_run(const RunSpec& spec, const std::optional<std::stri
   resolve_op(spec, hint, log, run);
   resolve_cluster(spec, default_cluster, log, run);
   resolve_shape(spec, log, run);
+  check_table_ranks(spec, log, run);
   apply_logged_run_settings(spec, log, run);
   take_rows(spec, log, in.one_column, run);
   if (!in.one_column) read_logged_choices(spec, in.text, log, run);

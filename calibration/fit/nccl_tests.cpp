@@ -535,6 +535,7 @@ bool RunReader::read(const Line& ln) {
   if (body.front() == '#') return comment_line(body, ln.number);
   if (body == "..." || body == "[...]") {  // a published excerpt left lines out
     res_.elided = true;
+    if (!in_table_) res_.rank_lines_elided = true;
     return true;
   }
   if (!in_table_)
@@ -764,8 +765,8 @@ void finish_nccl_tests_result(NcclTestsResult& res, NcclTestsOp op_hint, NcclTes
     const bool uniform =
         std::all_of(per_host.begin(), per_host.end(), [&](const auto& kv) { return kv.second == first; });
     res.gpus_per_node = uniform && hosts_known ? first : 0;
-    res.ranks_complete = static_cast<int>(numbers.size()) == res.n_ranks && *numbers.begin() == 0 &&
-                         *numbers.rbegin() == res.n_ranks - 1;
+    res.ranks_complete = !res.rank_lines_elided && static_cast<int>(numbers.size()) == res.n_ranks &&
+                         *numbers.begin() == 0 && *numbers.rbegin() == res.n_ranks - 1;
     res.gpu_model = res.ranks.front().gpu_name;
     // Two ranks on the same GPU (same host, device and bus id): the run shared a GPU, which the
     // prediction (one GPU per rank) does not.

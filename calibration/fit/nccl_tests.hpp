@@ -110,6 +110,9 @@ struct NcclTestsResult {
   std::vector<std::string> columns;  // column names of the result table, as printed
   std::vector<NcclTestsRow> rows;
   bool elided = false;  // "..." lines: a published excerpt left rows or rank lines out
+  // A "..." line before the result table: rank lines may be missing, so the ones printed give no
+  // rank count (ranks_complete stays false).
+  bool rank_lines_elided = false;
   std::optional<double> avg_busbw_GBps;      // footer "# Avg bus bandwidth"
   std::optional<std::int64_t> out_of_bounds;  // footer "# Out of bounds values"
   // NCCL_* variables set for this run, as the output shows them before its table ends: NCCL's own

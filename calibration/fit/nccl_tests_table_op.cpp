@@ -1,6 +1,7 @@
 #include "calibration/fit/nccl_tests_table_op.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -190,6 +191,70 @@ TableOpInference op_from_table(const NcclTestsResult& r) {
   if (f.rooted) return rooted_op(f, ratio);
   if (k > 1) return sharded_op(f, ratio, n);
   return whole_op(f, ratio, n);
+}
+
+namespace {
+
+bool sharded(NcclTestsOp op) {
+  return op == NcclTestsOp::all_gather || op == NcclTestsOp::reduce_scatter || op == NcclTestsOp::alltoall;
+}
+
+// nccl-tests' bus factor of op on n ranks (src/*.cu *GetBw), nullopt where it does not depend on n.
+std::optional<double> bus_factor(NcclTestsOp op, int n) {
+  if (op == NcclTestsOp::all_reduce) return 2.0 * (n - 1.0) / n;
+  if (sharded(op)) return (n - 1.0) / n;
+  return std::nullopt;
+}
+
+// The n whose bus factor is the printed ratio (nearest integer), nullopt outside the factor's range.
+std::optional<int> ranks_of_ratio(NcclTestsOp op, double ratio) {
+  const double top = op == NcclTestsOp::all_reduce ? 2.0 : 1.0;  // the factor's limit as n grows
+  if (ratio < top / 2.0 - 1e-3 || ratio >= top) return std::nullopt;
+  const double n = top / (top - ratio);
+  if (!(n < 1e7)) return std::nullopt;
+  return std::max(2, static_cast<int>(std::lround(n)));
+}
+
+}  // namespace
+
+std::optional<TableRanks> ranks_from_table(const NcclTestsResult& r, NcclTestsOp op) {
+  if (sharded(op)) {
+    const ColumnFacts f = column_facts(r);
+    if (f.failed.empty() && f.per_rank && *f.per_rank > 1 && *f.per_rank < (1U << 30))
+      return TableRanks{static_cast<int>(*f.per_rank),
+                        fmt::format("size / (count x type size) = {} in every row (nccl-tests prints count = "
+                                    "size / (ranks x type size) for {})",
+                                    *f.per_rank, to_string(op))};
+  }
+  const auto ratio = bus_ratio(r);
+  if (!ratio || !bus_factor(op, 2)) return std::nullopt;
+  const auto n = ranks_of_ratio(op, ratio->value);
+  if (!n || !near(*ratio, *bus_factor(op, *n))) return std::nullopt;
+  return TableRanks{*n,
+                    fmt::format("busbw / algbw = {:.4f}, nccl-tests' bus factor {} for n = {}", ratio->value,
+                                op == NcclTestsOp::all_reduce ? "2(n-1)/n" : "(n-1)/n", *n)};
+}
+
+std::optional<std::string> table_ranks_conflict(const NcclTestsResult& r, NcclTestsOp op, int n) {
+  if (n < 1) return std::nullopt;
+  if (sharded(op)) {
+    const ColumnFacts f = column_facts(r);
+    if (f.failed.empty() && f.per_rank && *f.per_rank > 1 && *f.per_rank != static_cast<std::uint64_t>(n))
+      return fmt::format(
+          "its rows have size / (count x type size) = {}, where nccl-tests prints count = size / "
+          "(ranks x type size) for {}: {} ranks, not {}",
+          *f.per_rank, to_string(op), *f.per_rank, n);
+  }
+  const auto ratio = bus_ratio(r);
+  const auto factor = bus_factor(op, n);
+  if (!ratio || !factor || near(*ratio, *factor)) return std::nullopt;
+  const auto m = ranks_of_ratio(op, ratio->value);
+  const char* formula = op == NcclTestsOp::all_reduce ? "2(n-1)/n" : "(n-1)/n";
+  return fmt::format(
+      "its busbw / algbw is {:.4f}, where nccl-tests' bus factor for {} is {} = {:.4f} on {} ranks{}",
+      ratio->value, to_string(op), formula, *factor, n,
+      m && near(*ratio, *bus_factor(op, *m)) ? fmt::format(" and {:.4f} on {}", *bus_factor(op, *m), *m)
+                                             : std::string());
 }
 
 }  // namespace commstack::fit

@@ -32,4 +32,18 @@ struct TableOpInference {
 // columns; so do all_reduce and sendrecv on 2 ranks).
 TableOpInference op_from_table(const NcclTestsResult& result);
 
+// The rank count the table's own numbers give for `op`, where they give one: size / (count x type
+// size) for all_gather, reduce_scatter and alltoall (count = size / (ranks x type size)), else the
+// printed busbw / algbw, nccl-tests' bus factor (2(n-1)/n for all_reduce, (n-1)/n for those three;
+// broadcast, reduce and sendrecv print 1 whatever n). `why` names the columns and their numbers.
+struct TableRanks {
+  int ranks = 0;
+  std::string why;
+};
+std::optional<TableRanks> ranks_from_table(const NcclTestsResult& result, NcclTestsOp op);
+
+// Why n ranks cannot have printed this table for `op` (the columns above give another count, beyond
+// the rounding of the printed numbers); nullopt when they fit or the table cannot tell.
+std::optional<std::string> table_ranks_conflict(const NcclTestsResult& result, NcclTestsOp op, int n);
+
 }  // namespace commstack::fit

@@ -79,7 +79,7 @@ done
   echo "| run | role | out-of-sample profile | MAPE >=1MiB (n) | MAPE <1MiB (n) | in-sample MAPE >=1MiB | in-sample MAPE <1MiB | NCCL's own model MAPE >=1MiB | NCCL's own model MAPE <1MiB | latency-bound sizes: measured - predicted, us (n) | bandwidth-bound sizes: reached / modeled rate (n) | note |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$tmp/summary"
-grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
+grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role why; do
   measured=$data/$spec
   n_fit=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" '$2==g && $5=="fit"' | wc -l)
   n_other=$(grep -v '^#' $here/runs.tsv | awk -F'\t' -v g="$gen" -v f="${spec%%@*}" '$2==g && $5=="fit" { sub(/@.*/, "", $4); if ($4 != f) n++ } END { print n+0 }')
@@ -90,6 +90,7 @@ grep -v '^#' $here/runs.tsv | while IFS=$'\t' read -r id gen cl spec role; do
     cp "$tmp/in.csv" "$out/$id.csv"
     how="full $gen profile (never fitted on this run)"
     grep -q WARNING "$out/$id.csv" && note="flagged: far below the hardware bound"
+    [[ -n $why ]] && note="${note:+$note; }$why"
   elif [[ $n_other -ge 1 ]]; then
     # shellcheck disable=SC2046
     "$exe" calibrate --prior-weight "$pw" --loss "$loss" $(inputs_of "$gen" "$id") $(host_from "$gen" "$(file_of "$id")") --name "$gen-without-$id" --output "$tmp/loo.json" >/dev/null

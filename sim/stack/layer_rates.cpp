@@ -49,8 +49,7 @@ Rates layer_rates(const RateInputs& in, double contention) {
     // tree, busy from the first chunk up to the last chunk down, so its fill hides (the flows
     // of sim/algorithms/tree.cpp reach the NVLink bound on 2 nodes and pay the network hops'
     // loops on 4 and 16, docs/stack-model.md). NCCL sizes the Tree/LL128 chunk against this
-    // depth (calcCollChunking's 1 + log2 nodes + 0.1 ppn); the 16-node CoreWeave A100 Tree
-    // sweep shows it.
+    // depth (calcCollChunking's 1 + log2 nodes + 0.1 ppn).
     const int heads = algo == Algo::tree ? 1 : std::max(1, g);
     const double loop_bytes = static_cast<double>(nch) * heads * in.chunk_bytes;
     const double t_nvlink = S_bus / std::min(intra_achieved * wire, channels_Bps);

@@ -27,6 +27,15 @@ commstack_cli_test(NAME stack_validate_json
 commstack_cli_error_test(NAME stack_validate_no_nodes
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nccl-tests-issue290.txt
   MATCH "commstack: error: .*issue290.txt: cannot use this run: its rank lines do not give the node count")
+# A shape the table's own numbers contradict: CoreWeave's README names a 128-rank job, but its
+# table's busbw / algbw (1.9377) is nccl-tests' 2(n-1)/n for 32 ranks; its rank lines stop at "...".
+commstack_cli_error_test(NAME stack_validate_shape_table_contradicts
+  ARGS validate --cluster dgx-a100 --nodes 16 --gpus-per-node 8
+       --measured ${_stack_data}/nccl-tests_all_reduce_a100_16n8g_coreweave-2022.txt
+  MATCH "commstack: error: .*coreweave-2022.txt: nodes x GPUs per node = 16 x 8 = 128 ranks \\(from --nodes / --gpus-per-node\\) did not print this table: its busbw / algbw is 1.9377, where nccl-tests' bus factor for all_reduce is 2\\(n-1\\)/n = 1.9844 on 128 ranks and 1.9375 on 32")
+commstack_cli_error_test(NAME stack_validate_elided_rank_lines
+  ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_all_reduce_a100_16n8g_coreweave-2022.txt
+  MATCH "do not give the node count or GPUs per node \\(a '...' line left some out\\) .*its table was measured on 32 ranks")
 commstack_cli_error_test(NAME stack_validate_bad_format
   ARGS validate --cluster dgx-h100 --measured ${_stack_data}/nccl-tests_all_reduce_h100_1n8g_nvidia-dgxc-benchmarking.txt --format xml
   MATCH "commstack: error: --format xml: expected text, csv or json")
@@ -137,11 +146,11 @@ commstack_cli_test(NAME stack_validate_error_split
        --nodes 2 --gpus-per-node 8
   MATCH "# where the error is: no latency-bound size; bandwidth-bound sizes \\(7, from 128M\\): the run reaches 0\\.3[0-9]+x the modeled rate")
 # validate says when the cluster's fabric slows the run's network pattern (contention layer): a
-# table-only alltoall log taken as 16 nodes under 4:1 ToRs of 4 nodes (tests/cli/cluster-h100-4to1-tor.json).
+# 2 x 8 alltoall log on two nodes under their own 4:1 ToRs (tests/cli/cluster-h100-4to1-tor-per-node.json).
 commstack_cli_test(NAME validate.contention_note
-  ARGS validate --cluster tests/cli/cluster-h100-4to1-tor.json
-       --measured calibration/data/nccl-tests/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt@nodes=16,gpus_per_node=8
-  MATCH "# note: the cluster's fabric carries this run's network traffic up to 3.200x slower than its NICs alone")
+  ARGS validate --cluster tests/cli/cluster-h100-4to1-tor-per-node.json
+       --measured calibration/data/nccl-tests/nccl-tests_alltoall_b200_2n8g_vultr-poc.txt@nodes=2,gpus_per_node=8
+  MATCH "# note: the cluster's fabric carries this run's network traffic up to 4.000x slower than its NICs alone")
 # The communicator NCCL's search builds: one DGX A100 node runs 24 coll channels (12 graph channels of
 # 20 GB/s, doubled), two DGX H100 nodes 16 with 16 NVLS channels (docs/nccl-selection.md "Channels").
 commstack_cli_test(NAME stack_collective_nccl_channels_a100

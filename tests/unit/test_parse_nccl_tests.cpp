@@ -142,6 +142,17 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
   auto cw = parse_nccl_tests_file(tests_dir() + "nccl-tests_all_reduce_a100_16n8g_coreweave-2022.txt");
   CHECK(cw.n_ranks == 5);  // the README shows ranks 0-4 then "..."
   CHECK(cw.elided);
+  CHECK(cw.rank_lines_elided);
+  CHECK_FALSE(cw.ranks_complete);  // five rank lines printed do not make a 5-rank run
+  // Its table's own bus factor: 115.64 / 59.68 = 1.9377 = 2(n-1)/n for n = 32, not the 128 ranks of
+  // the job the README names.
+  const auto cw_ranks = ranks_from_table(cw, NcclTestsOp::all_reduce);
+  REQUIRE(cw_ranks.has_value());
+  CHECK(cw_ranks->ranks == 32);
+  CHECK_FALSE(table_ranks_conflict(cw, NcclTestsOp::all_reduce, 32).has_value());
+  const auto cw_128 = table_ranks_conflict(cw, NcclTestsOp::all_reduce, 128);
+  REQUIRE(cw_128.has_value());
+  CHECK(cw_128->find("1.9844 on 128 ranks and 1.9375 on 32") != std::string::npos);
   CHECK(cw.n_hosts == 1);
   CHECK(cw.gpu_model == "NVIDIA A100-SXM4-80GB");
   CHECK(cw.columns.size() == 12);  // old format: no root column, "error" instead of #wrong
@@ -155,6 +166,12 @@ TEST_CASE("parse: nccl-tests published files give the right shape, version and n
 
   auto a2a = parse_nccl_tests_file(tests_dir() + "nccl-tests_alltoall_b200_2n8g_vultr-poc.txt");
   CHECK(a2a.op == NcclTestsOp::alltoall);
+  // alltoall prints the count per peer: size / (count x type size) is the rank count.
+  CHECK(ranks_from_table(a2a, NcclTestsOp::alltoall)->ranks == 16);
+  CHECK_FALSE(table_ranks_conflict(a2a, NcclTestsOp::alltoall, 16).has_value());
+  CHECK(table_ranks_conflict(a2a, NcclTestsOp::alltoall, 128).has_value());
+  // broadcast, reduce and sendrecv print busbw = algbw whatever the rank count: no evidence.
+  CHECK_FALSE(ranks_from_table(dgx, NcclTestsOp::sendrecv).has_value());
   CHECK(a2a.op_source == "OP line");
   CHECK_FALSE(a2a.rows.back().in_place->wrong.has_value());
   CHECK(a2a.rows.back().size_bytes == 17179869184ULL);
