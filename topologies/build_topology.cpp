@@ -51,6 +51,7 @@ Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes_overri
   topo.name = fmt::format("{} x {} nodes", spec.name, nodes);
   topo.nodes = nodes;
   topo.gpus_per_node = gpus;
+  topo.nvlink_domain_nodes = spec.node.nvswitch ? spec.node.nvlink_domain_nodes : 1;
   switch (spec.fabric.kind) {
     case FabricKind::none:
       if (nodes > spec.node.nvlink_domain_nodes) {

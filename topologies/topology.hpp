@@ -116,6 +116,8 @@ public:
   // Nodes and GPUs per node, as the builder laid them out (GPU rank = node * gpus_per_node + local).
   int nodes = 0;
   int gpus_per_node = 0;
+  // Consecutive nodes sharing one NVLink fabric (GB200 NVL72: 18; 1 elsewhere, and with MNNVL off).
+  int nvlink_domain_nodes = 1;
 
   // Nodes whose GPUs, taken together, see every GPU-to-GPU distance that occurs (the builder
   // proves this by automorphisms of its family, see docs/topologies.md). gpu_diameter() runs

@@ -244,9 +244,28 @@ std::vector<int> channel_ring(const topologies::Topology& topo, const std::vecto
       members[static_cast<std::size_t>(it - node_order.begin())].push_back(r);
     }
   }
+  // Runs of consecutive nodes of one NVLink domain with the same GPU count, rotated as a block.
+  const int dn = std::max(1, topo.nvlink_domain_nodes);
+  std::vector<std::size_t> order(node_order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (dn > 1) {
+    for (std::size_t b = 0; b < order.size();) {
+      std::size_t e = b + 1;
+      while (e < order.size() && node_order[e] / dn == node_order[b] / dn &&
+             members[e].size() == members[b].size())
+        ++e;
+      const std::size_t len = e - b;
+      const std::size_t turn = (static_cast<std::size_t>(channel) / members[b].size()) % len;
+      std::rotate(order.begin() + static_cast<std::ptrdiff_t>(b),
+                  order.begin() + static_cast<std::ptrdiff_t>(b + turn),
+                  order.begin() + static_cast<std::ptrdiff_t>(e));
+      b = e;
+    }
+  }
   std::vector<int> ring;
   ring.reserve(ranks.size());
-  for (auto& m : members) {
+  for (const std::size_t j : order) {
+    const auto& m = members[j];
     const auto k = m.size();
     const auto shift = static_cast<std::size_t>(channel) % k;
     for (std::size_t i = 0; i < k; ++i) ring.push_back(m[(i + shift) % k]);

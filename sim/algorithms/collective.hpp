@@ -77,7 +77,10 @@ CollectivePlan add_collective(FlowGraph& graph, const topologies::Topology& topo
 
 // The ring order of channel `channel` over `ranks`: GPUs grouped by node in order of first
 // appearance, each node's GPUs rotated by `channel`, so consecutive channels enter and leave every
-// node through different GPUs (and thus NICs / rails).
+// node through different GPUs (and thus NICs / rails). Inside a multi-node NVLink domain (GB200
+// NVL72) the domain's nodes are rotated too, by channel / GPUs per node, so that channels leave the
+// domain through the NICs of different nodes, as NCCL's ring graph spreads them over the domain's
+// NICs, instead of all through the last node's.
 std::vector<int> channel_ring(const topologies::Topology& topo, const std::vector<int>& ranks, int channel);
 
 // The pipeline chunk NCCL uses for a CollNet all-reduce of spec.bytes per rank (src/enqueue.cc,

@@ -38,12 +38,15 @@ std::vector<double> sub_ring_ends(const topologies::Topology& topo, const Collec
                                   const PipeHops& ph, int steps) {
   const int n = static_cast<int>(spec.ranks.size());
   const std::vector<int> ring = channel_ring(topo, spec.ranks, 0);
-  auto node_of = [&](int i) {
-    return topo.vertex(topo.gpu_vertex(ring[static_cast<std::size_t>(i % n)])).node;
+  // NVLink domains (nodes, or the racks of a multi-node domain, whose nodes channel_ring rotates):
+  // their boundaries are at the same positions in every channel.
+  const int dn = std::max(1, topo.nvlink_domain_nodes);
+  auto domain_of = [&](int i) {
+    return topo.vertex(topo.gpu_vertex(ring[static_cast<std::size_t>(i % n)])).node / dn;
   };
-  int M = 0;  // node boundaries are at the same positions in every channel (channel_ring)
+  int M = 0;
   for (int i = 0; i < std::min(n, kSubRingHops); ++i)
-    if (node_of(i) != node_of(i + 1)) M = i + 1;
+    if (domain_of(i) != domain_of(i + 1)) M = i + 1;
   if (M < 2) return {};
   PipeHops sub = ph;
   for (auto& hc : sub.hops) hc.resize(static_cast<std::size_t>(M));

@@ -161,3 +161,13 @@ commstack_cli_test(NAME collective.pxn_rail_tree_simgrid
 commstack_cli_test(NAME collective_fabric_mnnvl_off
   ARGS collective --cluster gb200-nvl72 --nodes 2 --op allgather -b 1G -e 1G --profile none --mnnvl off
   MATCH "1073741824 +33554432 +float +none +-1 +[0-9.]+ +[0-9.]+ +(19[0-9]|200)\\.[0-9]+ ")
+# A ring over two GB200 NVL72 racks leaves each rack through the NICs of different trays, one per
+# channel, as NCCL's ring graph spreads them over the domain's NICs: 16 channels x 50 GB/s (400 Gb/s
+# NICs) bound the bus bandwidth at 800 GB/s. With every channel leaving through the last tray's 4
+# NICs it was 200 (that tray's NICs), what --mnnvl off gives (four NICs per 4-GPU node).
+commstack_cli_test(NAME collective.gb200_two_racks_spread_nics
+  ARGS collective --profile none --cluster gb200-nvl72 --nodes 36 --channels 16 -b 256M -e 256M
+  MATCH "268435456 +67108864 +float +sum +-1 +[0-9.]+ +[0-9.]+ +79[0-9]\\.[0-9]+ +N/A")
+commstack_cli_test(NAME collective.gb200_two_racks_mnnvl_off
+  ARGS collective --profile none --cluster gb200-nvl72 --nodes 36 --channels 16 -b 256M -e 256M --mnnvl off
+  MATCH "268435456 +67108864 +float +sum +-1 +[0-9.]+ +[0-9.]+ +199\\.[0-9]+ +N/A")
