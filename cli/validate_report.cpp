@@ -140,6 +140,7 @@ nlohmann::json rows_json(const ValidateReport& report) {
                      {"disturbed", r.disturbed},
                      {"nccl_logged_choice", r.logged_choice}};
     if (r.model_choice) j["model_choice"] = *r.model_choice;
+    if (r.logged_unavailable) j["nccl_logged_unavailable"] = *r.logged_unavailable;
     j["nccl_model_us"] = r.nccl_model_us > 0 ? nlohmann::json(r.nccl_model_us) : nlohmann::json(nullptr);
     if (report.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
     rows.push_back(j);
@@ -234,6 +235,14 @@ void print_notes(const ValidateReport& report) {
   for (const auto& note : run.notes) fmt::print("# note: {}\n", note);  // points the reader dropped and why
   int logged = 0, agree = 0;
   for (const auto& r : v.rows) {
+    if (r.logged_unavailable) {
+      ++logged;
+      fmt::print(
+          "# note: size {}: NCCL ran {} (its TUNING line), which this communicator as modelled cannot run "
+          "(CollNet needs --collnet on, NVLS an NVSwitch with multicast): predicted with the model's {}/{}\n",
+          r.bytes, *r.logged_unavailable, r.prediction.algorithm, select::to_string(r.prediction.proto));
+      continue;
+    }
     if (!r.logged_choice) continue;
     ++logged;
     if (!r.model_choice) {

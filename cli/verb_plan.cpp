@@ -50,12 +50,24 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
+// A value listed twice would enumerate every configuration with it twice (and fill the top list
+// with copies): refused, naming it.
+void refuse_repeats(const std::vector<std::string>& items, const std::string& flag) {
+  for (std::size_t i = 0; i < items.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (items[i] == items[j])
+        throw InputError(fmt::format("{}: '{}' is listed twice; expected each value once", flag, items[i]));
+}
+
 // "1,2,4,8" -> {1, 2, 4, 8}; empty text -> {} (search every legal value).
 template <class T>
 std::vector<T> parse_list(const std::string& text, const std::string& flag, long long lo, long long hi) {
   std::vector<T> out;
   if (text.empty()) return out;
   for (const auto& item : split(text)) out.push_back(static_cast<T>(parse_int(item, flag, lo, hi)));
+  std::vector<std::string> as_text;
+  for (const T v : out) as_text.push_back(std::to_string(v));
+  refuse_repeats(as_text, flag);
   return out;
 }
 
@@ -72,6 +84,8 @@ void run(const PlanCliOptions& o) {
   s.zero = parse_list<int>(o.zero, "--zero", 0, 3);
   s.micro_batch = parse_list<std::int64_t>(o.micro_batch, "--micro-batch", 1, 1 << 20);
   s.recompute.clear();
+  refuse_repeats(split(o.recompute), "--recompute");
+  refuse_repeats(split(o.sequence_parallel), "--sequence-parallel");
   for (const auto& r : split(o.recompute)) {
     if (r == "none") s.recompute.push_back(Recompute::none);
     else if (r == "selective") s.recompute.push_back(Recompute::selective);

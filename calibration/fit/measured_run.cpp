@@ -287,7 +287,7 @@ void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclT
 sim::stack::Predictor::Choice choose_for_run(
     const MeasuredRun& run, const sim::stack::Predictor& predictor, std::uint64_t bytes,
     std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>>& forced,
-    std::optional<std::string>* model) {
+    std::optional<std::string>* model, std::optional<std::string>* unavailable) {
   auto modelled = predictor.choose(run.op, bytes);  // not const: returned by move
   const auto it = run.logged_choices.find(bytes);
   if (it == run.logged_choices.end()) return modelled;
@@ -299,13 +299,18 @@ sim::stack::Predictor::Choice choose_for_run(
     k.env.proto = select::to_string(logged.proto);
     slot = std::make_unique<sim::stack::Predictor>(run.cluster, run.nodes, run.gpus_per_node, k);
   }
+  const auto cannot_run = [&] {
+    if (unavailable)
+      *unavailable = fmt::format("{}/{}", select::to_string(logged.algo), select::to_string(logged.proto));
+    return modelled;
+  };
   sim::stack::Predictor::Choice c;
   try {
     c = slot->choose(run.op, bytes);
   } catch (const InputError&) {
-    return modelled;  // a pair the modelled communicator does not allow (say NVLS on a preset without it)
+    return cannot_run();  // a pair the modelled communicator does not allow (say NVLS on a preset without it)
   }
-  if (c.algo != logged.algo || c.proto != logged.proto) return modelled;
+  if (c.algo != logged.algo || c.proto != logged.proto) return cannot_run();
   if (model && (modelled.algo != logged.algo || modelled.proto != logged.proto))
     *model = fmt::format("{}/{}", select::to_string(modelled.algo), select::to_string(modelled.proto));
   return c;
@@ -691,7 +696,18 @@ void apply_logged_run_settings(const RunSpec& spec, const NcclTestsResult& log, 
     if (run.knobs.env.max_ctas > 0) searched = std::min(searched, run.knobs.env.max_ctas);
     if (run.knobs.env.min_ctas > 0) searched = std::max(searched, run.knobs.env.min_ctas);
     run.knobs.comm_channels = *log.coll_channels;
-    if (log.nvls_channels) run.knobs.nvls_channels = *log.nvls_channels;
+    if (log.nvls_channels && *log.nvls_channels > 0) run.knobs.nvls_channels = *log.nvls_channels;
+    // "0 nvls channels": NCCL found no NVLS support (no multicast, NCCL_NVLS_ENABLE=0;
+    // ncclNvlsInit leaves nvlsChannels 0), so NVLS and NVLSTree were not candidates. A spec key
+    // or flag that turns NVLS on wins (the user says the log is not the run's).
+    if (log.nvls_channels && *log.nvls_channels == 0 &&
+        spec.knobs.env.nvls_enable == select::NcclEnv{}.nvls_enable && run.knobs.env.nvls_enable != 0) {
+      run.knobs.env.nvls_enable = 0;
+      run.notes.push_back(
+          fmt::format("{}:{}: NCCL printed 0 nvls channels: NVLS was not available to it, so "
+                      "NVLS and NVLSTree are left out, as --nvls off / nvls=0 predict",
+                      spec.file, log.channels_line));
+    }
     run.notes.push_back(
         *log.coll_channels == searched
             ? fmt::format("{}:{}: NCCL printed {} coll channels, as its search gives for this cluster",

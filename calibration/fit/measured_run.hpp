@@ -47,11 +47,13 @@ struct MeasuredRun {
 
 // The Choice for one measured size: NCCL's logged algorithm and protocol where the log has them
 // (`forced` caches one Predictor per pair), else the modelled selection of `predictor`. `model` gets
-// the modelled selection when it differs from the logged one.
+// the modelled selection when it differs from the logged one. A logged pair the modelled
+// communicator cannot run (CollNet without --collnet on, NVLS where the cluster has none) gives the
+// modelled selection, and `unavailable` gets the logged pair ("CollNetChain/Simple").
 sim::stack::Predictor::Choice choose_for_run(
     const MeasuredRun& run, const sim::stack::Predictor& predictor, std::uint64_t bytes,
     std::map<std::pair<int, int>, std::unique_ptr<sim::stack::Predictor>>& forced,
-    std::optional<std::string>* model = nullptr);
+    std::optional<std::string>* model = nullptr, std::optional<std::string>* unavailable = nullptr);
 
 struct RunSpec {
   std::string file;

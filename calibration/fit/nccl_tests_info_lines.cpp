@@ -39,7 +39,7 @@ void note_env_from_info(std::string_view body, int line, std::map<std::string, N
 
 // "NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels
 // per peer": the communicator's channel counts (the first line printed; a count that is not a small
-// positive number leaves the field unset).
+// positive number leaves the field unset, but "0 nvls channels" is kept: NCCL had no NVLS).
 void note_channels_from_info(std::string_view body, int line, NcclTestsResult& res) {
   if (res.coll_channels || body.find(" coll channels") == std::string_view::npos) return;
   const auto toks = split_ws(body);
@@ -47,7 +47,8 @@ void note_channels_from_info(std::string_view body, int line, NcclTestsResult& r
     if (toks[i + 2].substr(0, 8) != "channels") continue;
     int v = 0;
     const auto [ptr, ec] = std::from_chars(toks[i].data(), toks[i].data() + toks[i].size(), v);
-    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < 1 || v > 64) continue;
+    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < 0 || v > 64) continue;
+    if (v == 0 && toks[i + 1] != "nvls") continue;
     if (toks[i + 1] == "coll") res.coll_channels = v;
     if (toks[i + 1] == "nvls") res.nvls_channels = v;
   }

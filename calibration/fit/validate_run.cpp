@@ -211,8 +211,9 @@ void predict_rows(const MeasuredRun& run, const Profile& profile, ValidationResu
     ValidationRow row;
     row.bytes = run.bytes[i];
     row.measured_us = run.measured_us[i];
-    const auto choice = choose_for_run(run, predictor, row.bytes, forced, &row.model_choice);
-    row.logged_choice = run.logged_choices.count(row.bytes) > 0;
+    const auto choice =
+        choose_for_run(run, predictor, row.bytes, forced, &row.model_choice, &row.logged_unavailable);
+    row.logged_choice = run.logged_choices.count(row.bytes) > 0 && !row.logged_unavailable;
     row.prediction = predictor.evaluate(choice, profile);
     row.predicted_us = row.prediction.time_s * 1e6;
     row.error_percent = 100.0 * (row.predicted_us - row.measured_us) / row.measured_us;

@@ -28,6 +28,9 @@ struct ValidationRow {
   // picks another: that one ("Tree/LL128"), for the report.
   std::optional<std::string> model_choice;
   bool logged_choice = false;  // predicted with NCCL's logged algorithm / protocol
+  // NCCL's TUNING line names a pair the modelled communicator cannot run ("CollNetChain/Simple":
+  // SHARP was on, or NVLS where the preset has none); predicted with the model's selection instead.
+  std::optional<std::string> logged_unavailable;
   // NCCL's own estimate for the same call (ncclTopoGetAlgoTime for the algorithm / protocol it runs:
   // the number its tuner minimises), in us; < 0 where NCCL has no model (alltoall, sendrecv). The
   // baseline commstack is judged against: unfitted, no launch, no fabric, no per-step transport.

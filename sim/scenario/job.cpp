@@ -353,6 +353,16 @@ json apply_overrides(const json& base, const json& overrides, const JsonPlace& a
       merge_into(target, val, here, key);
     else
       target = val;  // a name (another preset, model, profile), a number, or a whole object
+    // The job's own 'nodes' (which the baseline always carries once normalized) decides the node
+    // count, so a variant's cluster.nodes would change nothing: it sets the job's count instead,
+    // unless the variant also gives the job's 'nodes', which then must agree.
+    if (key == "cluster" && val.is_object() && val.contains("nodes")) {
+      if (overrides.contains("nodes") && overrides["nodes"] != val["nodes"])
+        fail(here.at("nodes"),
+             fmt::format("{} disagrees with the variant's 'nodes' {}; give the node count once",
+                         val["nodes"].dump(), overrides["nodes"].dump()));
+      out["nodes"] = val["nodes"];
+    }
   }
   return normalize_job(out, at);
 }

@@ -40,3 +40,10 @@ commstack_cli_test(NAME plan.sc21_175b_tp8_pp8_in_top3
        --compute-profile results/megatron-sc21-table1/a100-fitted.json --top 3 --format csv
   MATCH "\n[123],8,8,")
 set_tests_properties(cli.plan.sc21_175b_tp8_pp8_in_top3 PROPERTIES LABELS slow TIMEOUT 1800)
+# A value listed twice would enumerate its configurations twice and fill the top list with copies.
+commstack_cli_error_test(NAME plan.repeated_value
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 2,2
+  MATCH "--tp: '2' is listed twice; expected each value once")
+commstack_cli_error_test(NAME plan.repeated_recompute
+  ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --recompute none,none
+  MATCH "--recompute: 'none' is listed twice")

@@ -172,6 +172,12 @@ commstack_cli_test(NAME stack_validate_logged_choices
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning.txt
        --nodes 1 --gpus-per-node 8
   MATCH "size 1048576: NCCL ran Ring/Simple \\(its TUNING line\\), the model's selection picks Ring/LL[^\n]*\n# selection: the model picks NCCL's algorithm and protocol at 1 of the 2 sizes[^\n]*\n +1048576 +30.00 +[0-9.]+ +[-0-9.]+ +[-0-9.]+  Ring/Simple/24")
+# A TUNING line naming a pair the modelled communicator cannot run (CollNet on one node without
+# --collnet on): said, predicted with the model's choice, and not counted as agreement.
+commstack_cli_test(NAME stack_validate_logged_choice_unavailable
+  ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning-collnet.txt
+       --nodes 1 --gpus-per-node 8
+  MATCH "size 1048576: NCCL ran CollNetChain/Simple \\(its TUNING line\\), which this communicator as modelled cannot run[^\n]*predicted with the model's Ring/LL\n# selection: the model picks NCCL's algorithm and protocol at 1 of the 2 sizes")
 commstack_cli_test(NAME stack_validate_logged_choices_other_run
   ARGS validate --cluster dgx-a100 --measured ${CMAKE_CURRENT_SOURCE_DIR}/cli/nccl-tests-a100-tuning-after.txt
        --nodes 1 --gpus-per-node 8
@@ -294,3 +300,8 @@ commstack_cli_error_test(NAME stack_collective_nvls_chunksize_zero
 commstack_cli_error_test(NAME stack_collective_nvlstree_chunk_profile_none
   ARGS collective --cluster dgx-h100 --nodes 8 --profile none --nvlstree-max-chunksize 64K
   MATCH "commstack: error: .*--nvlstree-max-chunksize/.* need the stack model")
+# NCCL printed "0 nvls channels" (no multicast support): NVLS and NVLSTree were not candidates, so
+# the 2-node sweep is predicted with Ring and Tree only, and a note says why.
+commstack_cli_test(NAME validate.zero_nvls_channels_turn_nvls_off
+  ARGS validate --cluster dgx-h100 --measured tests/cli/nccl-tests-h100-2x8-no-nvls-synthetic.txt
+  MATCH "NCCL printed 0 nvls channels: NVLS was not available to it, so NVLS and NVLSTree are left out.*\n +1073741824 +[0-9.]+ +[0-9.]+ +-?[0-9.]+ +[0-9.]+ +Ring/Simple/16")

@@ -85,14 +85,15 @@ TEST_CASE("parse: nccl-tests interleaved with NCCL_DEBUG=INFO keeps the communic
   std::string later = kSmall;
   later.insert(later.find("          16 "), info);
   CHECK_FALSE(parse_nccl_tests(later, "later.txt", NcclTestsOp::all_reduce).coll_channels);
-  // "0 nvls channels" (no NVLS) and a garbled count leave the field unset.
+  // "0 nvls channels" (NCCL found no NVLS) is kept; a garbled count leaves the field unset.
   std::string zero = kSmall;
   zero.insert(zero.find("#       size"),
               "h:1:1 [0] NCCL INFO 16 coll channels, 0 collnet channels, 0 nvls channels, 16 p2p channels\n"
               "h:1:1 [0] NCCL INFO x9 coll channels\n");
   const NcclTestsResult z = parse_nccl_tests(zero, "zero.txt", NcclTestsOp::all_reduce);
   CHECK(*z.coll_channels == 16);
-  CHECK_FALSE(z.nvls_channels);
+  REQUIRE(z.nvls_channels);
+  CHECK(*z.nvls_channels == 0);
 }
 
 TEST_CASE("parse: nccl-tests -I per-iteration columns") {

@@ -147,3 +147,17 @@ TEST_CASE("scenario: the built-in default scenario parses, and every run is vali
   const auto prepared = sc::prepare_runs(s);
   for (const auto& p : prepared) CHECK(p.topology.gpu_count() == 1024);
 }
+
+TEST_CASE("scenario: a variant's cluster.nodes sets the job's node count, and must agree with its nodes") {
+  // Overriding cluster.nodes used to be accepted and ignored: the job's own 'nodes' (2) won.
+  const sc::Scenario s = sc::parse_scenario(scenario_with({{"cluster", {{"nodes", 4}}}}), "s.json");
+  CHECK(s.runs.back().job.at("nodes") == 4);
+  CHECK(s.runs.back().job.at("cluster").at("nodes") == 4);
+  // With TP8 DP2 fixed, 4 nodes (32 GPUs) no longer fit the parallelism: said, not simulated on 2.
+  CHECK_ERROR(scenario_with({{"cluster", {{"nodes", 4}}}}),
+              "tp*pp*dp*cp = 8*1*2*1 = 16 but the cluster has 32 GPUs");
+  CHECK_ERROR(scenario_with({{"cluster", {{"nodes", 4}}}, {"nodes", 3}}),
+              "$.variants[0].overrides.cluster.nodes: 4 disagrees with the variant's 'nodes' 3");
+  CHECK(error_of(scenario_with({{"cluster", {{"nodes", 4}}}, {"nodes", 4}, {"parallel", {{"dp", 4}}}}))
+            .empty());
+}
