@@ -66,6 +66,7 @@ std::vector<T> parse_list(const std::string& text, const std::string& flag, long
   if (text.empty()) return out;
   for (const auto& item : split(text)) out.push_back(static_cast<T>(parse_int(item, flag, lo, hi)));
   std::vector<std::string> as_text;
+  as_text.reserve(out.size());
   for (const T v : out) as_text.push_back(std::to_string(v));
   refuse_repeats(as_text, flag);
   return out;
