@@ -155,6 +155,21 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       if (v < lo || v > hi) throw InputError(fmt::format("{}: expected an integer {}..{}", where, lo, hi));
       return static_cast<int>(v);
     };
+    // NCCL's own handling of a CTA count (src/init.cc): <= 0 is ignored ("too low, leaving it
+    // set"), above MAXCHANNELS (64) capped to it; the log shows what NCCL was given, not what it ran.
+    auto ctas = [&](int& knob) {
+      const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
+      if (v <= 0) {
+        run.notes.push_back(fmt::format(
+            "{}: NCCL ignores a CTA count <= 0 (leaves it unset), as the prediction does", where));
+        return false;
+      }
+      knob = static_cast<int>(std::min<std::int64_t>(v, 64));
+      if (v > 64)
+        run.notes.push_back(
+            fmt::format("{}: NCCL caps it to 64 channels (MAXCHANNELS), as the prediction does", where));
+      return true;
+    };
     bool applied = true;
     if (name == "NCCL_ALGO" && !spec.knobs.env.algo) {
       select::EnableMatrix check;
@@ -166,10 +181,10 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       env.proto = setting.value;
     } else if ((name == "NCCL_MIN_CTAS" || name == "NCCL_MIN_NCHANNELS") &&
                spec.knobs.env.min_ctas == unset.min_ctas && env.min_ctas == unset.min_ctas) {
-      env.min_ctas = integer(1, 64);
+      applied = ctas(env.min_ctas);
     } else if ((name == "NCCL_MAX_CTAS" || name == "NCCL_MAX_NCHANNELS") &&
                spec.knobs.env.max_ctas == unset.max_ctas && env.max_ctas == unset.max_ctas) {
-      env.max_ctas = integer(1, 64);
+      applied = ctas(env.max_ctas);
     } else if (name == "NCCL_NVLS_ENABLE" && spec.knobs.env.nvls_enable == unset.nvls_enable) {
       env.nvls_enable = integer(0, 2);
     } else if (name == "NCCL_MNNVL_ENABLE" && spec.knobs.env.mnnvl_enable == unset.mnnvl_enable) {
@@ -197,6 +212,16 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
       run.notes.push_back(fmt::format(
           "{}={} ({}) applied, as NCCL did", name, setting.value,
           setting.line > 0 ? fmt::format("line {} of the log", setting.line) : "the run's environment"));
+  }
+  // NCCL sets both to the maximum when the minimum is larger (src/init.cc "set both to"); a flag or
+  // key that set either keeps its own check (select::validate below).
+  if (env.min_ctas > 0 && env.max_ctas > 0 && env.min_ctas > env.max_ctas &&
+      spec.knobs.env.min_ctas == unset.min_ctas && spec.knobs.env.max_ctas == unset.max_ctas) {
+    run.notes.push_back(
+        fmt::format("{}: NCCL_MIN_CTAS {} is larger than NCCL_MAX_CTAS {}: NCCL sets both to {}, "
+                    "as the prediction does",
+                    spec.file, env.min_ctas, env.max_ctas, env.max_ctas));
+    env.min_ctas = env.max_ctas;
   }
   try {
     select::validate(env);

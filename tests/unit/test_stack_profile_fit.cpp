@@ -1,5 +1,6 @@
 // Profile JSON (round trip, validation) and the fit: recovers a known profile from synthetic
 // measurements, is deterministic, flags a run far below its hardware.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -313,9 +314,25 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
       load_with({{"NCCL_NVLS_CHUNKSIZE", "65536"}, {"NCCL_NVLSTREE_MAX_CHUNKSIZE", "32768"}});
   CHECK(chunked.knobs.env.nvls_chunksize == 65536);
   CHECK(chunked.knobs.env.nvlstree_max_chunksize == 32768);
+  // CTA counts NCCL takes in its own way (src/init.cc): above 64 capped, <= 0 ignored, a minimum
+  // above the maximum sets both to the maximum; each says so.
+  const auto has_note = [](const fit::MeasuredRun& r, const std::string& what) {
+    return std::any_of(r.notes.begin(), r.notes.end(),
+                       [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  const auto capped = load_with({{"NCCL_MAX_CTAS", "99"}});
+  CHECK(capped.knobs.env.max_ctas == 64);
+  CHECK(has_note(capped, "NCCL_MAX_CTAS=99: NCCL caps it to 64 channels"));
+  const auto ignored = load_with({{"NCCL_MIN_CTAS", "0"}});
+  CHECK(ignored.knobs.env.min_ctas == select::NcclEnv{}.min_ctas);
+  CHECK(has_note(ignored, "NCCL ignores a CTA count <= 0"));
+  const auto crossed = load_with({{"NCCL_MIN_CTAS", "32"}, {"NCCL_MAX_CTAS", "16"}});
+  CHECK(crossed.knobs.env.min_ctas == 16);
+  CHECK(crossed.knobs.env.max_ctas == 16);
+  CHECK(has_note(crossed, "NCCL_MIN_CTAS 32 is larger than NCCL_MAX_CTAS 16: NCCL sets both to 16"));
   // A value NCCL would refuse is an error naming the file, the line and the variable.
-  CHECK_THROWS_WITH_AS(load_with({{"NCCL_MAX_CTAS", "99"}}),
-                       doctest::Contains("test_logged_env.txt:1: NCCL_MAX_CTAS=99"), InputError);
+  CHECK_THROWS_WITH_AS(load_with({{"NCCL_NVLS_ENABLE", "7"}}),
+                       doctest::Contains("test_logged_env.txt:1: NCCL_NVLS_ENABLE=7"), InputError);
   std::remove(path.c_str());
 }
 
