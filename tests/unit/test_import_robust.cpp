@@ -78,7 +78,8 @@ TEST_CASE("import robustness: a truncated gzip file is reported, not half-read")
   gzclose(f);
   const auto size = fs::file_size(gz);
   fs::resize_file(gz, size - 12);  // drop the gzip trailer and some data
-  CHECK_THROWS_AS(importers::import_kineto({gz}), InputError);
+  CHECK_THROWS_WITH_AS(importers::import_kineto({gz}),
+                       doctest::Contains("the compressed file is corrupt or truncated"), InputError);
 }
 
 TEST_CASE("import robustness: events without ts/dur and of unknown kinds are skipped with a warning") {
@@ -137,5 +138,32 @@ TEST_CASE("import robustness: an NCCL log line whose device index overflows an i
         "comm 0x3 [nranks=2] stream 0x4\n");
   CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.log"),
                        doctest::Contains("rank-0.log:1: a number in the COLL line is out of range"),
+                       InputError);
+}
+
+TEST_CASE("import robustness: a call the ranks disagree on (collective or size) keeps its traced duration") {
+  // Rank 0's first call on the 2-rank group is a 256 MiB all-reduce, rank 1's a 4 KiB all-gather:
+  // one call cannot be both. Each rank's version used to be simulated on its own, ending the call at
+  // different times for the two ranks.
+  const auto d = temp_dir("disagree");
+  write(
+      d + "/two-ranks.log",
+      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 67108864 datatype 7 op 0 "
+      "root 0 comm 0xa [nranks=2] stream 0x5\n"
+      "h:1:2 [1] NCCL INFO AllGather: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root 0 "
+      "comm 0xb [nranks=2] stream 0x6\n");
+  const auto t = importers::load_trace(d + "/two-ranks.log");
+  CHECK(has_warning(t, "call 0: rank 0 runs all_reduce of 268435456 B, rank 1 all_gather of 8192 B"));
+  for (const Op& op : t.graph.ops) CHECK(op.kind != OpKind::collective);
+}
+
+TEST_CASE("import robustness: an element count that would wrap the byte count is refused") {
+  const auto d = temp_dir("nccl-count-overflow");
+  write(d + "/rank-0.log",
+        "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 4611686018427387904 "
+        "datatype 7 "
+        "op 0 root 0 comm 0x3 [nranks=2] stream 0x4\n");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.log"),
+                       doctest::Contains("rank-0.log:1: count 4611686018427387904 is out of range"),
                        InputError);
 }

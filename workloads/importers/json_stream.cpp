@@ -42,7 +42,14 @@ protected:
       error_ = msg != nullptr ? msg : "read error";
       return traits_type::eof();
     }
-    if (n == 0) return traits_type::eof();
+    if (n == 0) {
+      // The end, or a compressed stream cut short: zlib then returns 0 and reports Z_BUF_ERROR
+      // ("unexpected end of file") through gzerror, not a negative count.
+      int code = Z_OK;
+      const char* msg = gzerror(file_, &code);
+      if (code != Z_OK) error_ = msg != nullptr && *msg != '\0' ? msg : "unexpected end of file";
+      return traits_type::eof();
+    }
     consumed_ += n;
     setg(buf_.data(), buf_.data(), buf_.data() + n);
     return traits_type::to_int_type(*gptr());

@@ -246,6 +246,11 @@ CommInfo comm_info(const json& args, int rank, int world) {
     ci.why = "no message size or dtype";
     return ci;
   }
+  // A count that would wrap bytes (a mangled trace): no call moves 2^50 elements.
+  if (*n > (std::int64_t{1} << 50)) {
+    ci.why = fmt::format("message of {} elements (more than 2^50)", *n);
+    return ci;
+  }
   ci.bytes = static_cast<std::uint64_t>(*n) * static_cast<std::uint64_t>(*elem);
   const auto size = integer(args, "Group size");
   if (args.contains("Process Group Ranks")) {

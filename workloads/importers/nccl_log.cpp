@@ -89,6 +89,10 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         l.line_no = no;
         l.file = path;
         if (l.nranks < 1 || l.nranks > (1 << 24)) throw InputError(fmt::format("{}:{}: nranks={} out of range", path, no, l.nranks));
+        // count x element size x ranks must not wrap: no call moves 2^50 elements (a mangled line).
+        if (l.count > (std::uint64_t{1} << 50))
+          throw InputError(fmt::format("{}:{}: count {} is out of range (expected at most 2^50 elements)",
+                                       path, no, l.count));
         out.lines.push_back(std::move(l));
       } else if (std::regex_search(text, m, init)) {
         CommInit ci;

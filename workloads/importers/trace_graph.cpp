@@ -204,6 +204,52 @@ void TraceGraphBuilder::number_group(const GroupKey& key, std::map<int, std::vec
                       r, unmatched, list.size(), label, members.size()));
     }
   }
+  demote_disagreeing_calls(label, per_rank, warnings);
+}
+
+// One call of a group is one collective for all its ranks: NCCL would hang (or mix up the data)
+// if rank 0 ran an all-reduce of 256 MiB while rank 1 ran an all-gather of 4 KiB as the same call.
+// A trace whose ranks disagree on a call's collective or size was cut or misread; simulating each
+// rank's own version would end the call at different times for different ranks. Such calls keep
+// their traced durations on every rank, with a warning naming the first one.
+void TraceGraphBuilder::demote_disagreeing_calls(const std::string& label,
+                                                 std::map<int, std::vector<int>>& per_rank,
+                                                 std::vector<std::string>& warnings) {
+  struct First {
+    int rank = -1;
+    Collective collective = Collective::none;
+    std::uint64_t bytes = 0;
+  };
+  std::map<int, First> first;  // instance -> the first rank's version
+  std::set<int> disagreeing;
+  std::string example;
+  for (auto& [r, list] : per_rank) {
+    for (const int i : list) {
+      const Op& op = ranks_[r].ops_[static_cast<std::size_t>(i)].op;
+      if (op.instance < 0 || op.kind != OpKind::collective) continue;
+      const auto [it, fresh] = first.try_emplace(op.instance, First{r, op.collective, op.bytes});
+      if (fresh || (it->second.collective == op.collective && it->second.bytes == op.bytes)) continue;
+      if (disagreeing.insert(op.instance).second && example.empty())
+        example = fmt::format("call {}: rank {} runs {} of {} B, rank {} {} of {} B", op.instance,
+                              it->second.rank, to_string(it->second.collective), it->second.bytes, r,
+                              to_string(op.collective), op.bytes);
+    }
+  }
+  if (disagreeing.empty()) return;
+  for (auto& [r, list] : per_rank) {
+    for (const int i : list) {
+      Op& op = ranks_[r].ops_[static_cast<std::size_t>(i)].op;
+      if (op.instance < 0 || !disagreeing.count(op.instance)) continue;
+      op.kind = OpKind::compute;
+      op.collective = Collective::none;
+      op.communicator = -1;
+      op.instance = -1;
+    }
+  }
+  warnings.push_back(
+      fmt::format("{} call(s) on {} are not the same collective and size on every rank ({}): the "
+                  "trace's ranks disagree (cut or mixed traces); they keep their traced durations",
+                  disagreeing.size(), label, example));
 }
 
 void TraceGraphBuilder::match_p2p(std::vector<std::string>& warnings) {

@@ -64,6 +64,9 @@ private:
  void match_collectives(OpGraph& g, std::vector<std::string>& warnings);
  void number_group(const GroupKey& key, std::map<int, std::vector<int>>& per_rank, int comm,
                    std::vector<std::string>& warnings);
+ // Calls whose collective or size differ between ranks become compute with their traced durations.
+ void demote_disagreeing_calls(const std::string& label, std::map<int, std::vector<int>>& per_rank,
+                               std::vector<std::string>& warnings);
  // Send/recv pairs; the unmatched ones keep their traced duration.
  void match_p2p(std::vector<std::string>& warnings);
  // Per rank: topological order, then global ids.
