@@ -51,6 +51,9 @@ TEST_CASE("work: parallel validation names the broken rule") {
   check(mix, R"({"ep":4,"dp":2,"micro_batch":1,"global_batch":2})", -1, "does not divide dp*cp = 2");
   check(mix, R"({"tp":2,"micro_batch":1,"global_batch":1})", -1, "need sequence_parallel true");
   check(gpt, R"({"pp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":2})", -1, "ZeRO-3");
+  // Gradient accumulation the op graph cannot hold (it grew to 3 GB and std::bad_alloc before).
+  check(gpt, R"({"dp":2,"micro_batch":1,"global_batch":8388608})", -1,
+        "8388608 / (micro_batch*dp = 1*2) = 4194304 micro-batches per DP rank; expected at most 16384");
   CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"tensor_parallel":2})"),
                        doctest::Contains("par.json: $.tensor_parallel: unknown field"), InputError);
   CHECK_THROWS_WITH_AS(cfg(R"({"micro_batch":1,"global_batch":1,"zero":4})"), doctest::Contains("$.zero"), InputError);

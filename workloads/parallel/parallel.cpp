@@ -134,6 +134,15 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
     bad("global_batch", fmt::format("{} is not a multiple of micro_batch*dp = {}*{}", p.global_batch, p.micro_batch, p.dp));
   }
+  // The op graph holds every micro-batch of a pipeline (its forward and backward per layer): an
+  // absurd gradient accumulation would exhaust memory before a clear word. Real jobs run tens to a
+  // few hundred micro-batches per DP rank (Llama 3 405B: 16).
+  if (p.global_batch % (p.micro_batch * p.dp) == 0 && p.micro_batches() > ParallelConfig::kMaxMicroBatches) {
+    bad("global_batch",
+        fmt::format("{} / (micro_batch*dp = {}*{}) = {} micro-batches per DP rank; expected at most {}",
+                    p.global_batch, p.micro_batch, p.dp, p.micro_batches(),
+                    ParallelConfig::kMaxMicroBatches));
+  }
   if (p.schedule == PipelineSchedule::interleaved && p.micro_batches() % p.pp != 0) {
     bad("global_batch", fmt::format("{} micro-batches per DP rank is not a multiple of pp = {} (interleaved schedule)",
                                     p.micro_batches(), p.pp));

@@ -64,6 +64,8 @@ struct ParallelConfig {
 
   int gpus() const { return tp * pp * dp * cp; }
   std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+  // Micro-batches per DP rank a job may have (the op graph holds each one; validate_parallel).
+  static constexpr std::int64_t kMaxMicroBatches = 16384;
   int activation_bytes() const { return 2; }  // bf16 activations (fp8 GEMM inputs are cast inside TE)
   int gemm_operand_bytes() const { return precision == Precision::fp8 ? 1 : 2; }
 };
