@@ -76,6 +76,9 @@ double parse_bandwidth(std::string_view text, std::string_view what) {
   else throw InputError(fmt::format("{}: unknown bandwidth unit '{}' in '{}'; expected {}", what, unit, text, expected));
   const double bw = value * mult;
   if (!(bw > 0)) throw InputError(fmt::format("{}: '{}' must be greater than zero; expected {}", what, text, expected));
+  if (bw < kMinBandwidthBps || bw > kMaxBandwidthBps)
+    throw InputError(fmt::format("{}: '{}' is outside 8 kb/s .. 8 Pb/s (1e3 .. 1e15 bytes/s); expected {}",
+                                 what, text, expected));
   return bw;
 }
 
@@ -90,6 +93,8 @@ double parse_latency(std::string_view text, std::string_view what) {
   else throw InputError(fmt::format("{}: unknown latency unit '{}' in '{}'; expected {}", what, unit, text, expected));
   const double lat = value * mult;
   if (lat < 0) throw InputError(fmt::format("{}: '{}' is negative; expected {}", what, text, expected));
+  if (lat > kMaxLatencyS)
+    throw InputError(fmt::format("{}: '{}' is more than 1 s; expected {}", what, text, expected));
   return lat;
 }
 

@@ -111,8 +111,18 @@ TEST_CASE("topo: bad fields give one clear error naming origin, path and expecta
   CHECK(with("/nodes", -3).find("/nodes") != std::string::npos);
   CHECK(with("/nodes", "two").find("/nodes: expected an integer") != std::string::npos);
   CHECK(with("/node/gpu_link_bandwidth", "-5GB/s").find("/node/gpu_link_bandwidth") != std::string::npos);
-  CHECK(with("/node/gpu_link_bandwidth", -5).find("/node/gpu_link_bandwidth: expected a bandwidth > 0") !=
+  CHECK(with("/node/gpu_link_bandwidth", -5)
+            .find("/node/gpu_link_bandwidth: expected a bandwidth of 1e3 .. 1e15 bytes/s") !=
         std::string::npos);
+  // Values no link has (a unit missing, a typo): they made times infinite or SimGrid fail.
+  CHECK(with("/node/gpu_link_bandwidth", 1e-300)
+            .find("/node/gpu_link_bandwidth: expected a bandwidth of 1e3 .. 1e15") != std::string::npos);
+  CHECK(with("/node/gpu_link_latency", "1e307s").find("/node/gpu_link_latency: '1e307s' is more than 1 s") !=
+        std::string::npos);
+  CHECK(with("/node/gpu_link_latency", 5).find("/node/gpu_link_latency: expected a latency of 0 .. 1 s") !=
+        std::string::npos);
+  CHECK(with("/node/pcie_bandwidth", "9000TB/s")
+            .find("/node/pcie_bandwidth: '9000TB/s' is outside 8 kb/s .. 8 Pb/s") != std::string::npos);
   CHECK(with("/node/pcie_latency", "3 parsecs").find("/node/pcie_latency") != std::string::npos);
   CHECK(with("/node/nvswitch", "yes") == "cluster.json: /node/nvswitch: expected true or false, got string \"yes\"");
   CHECK(with("/node/nics/gpus", json::array({0, 7})) ==

@@ -86,7 +86,8 @@ double ObjectReader::bandwidth(const std::string& key) {
   if (v.is_string()) return parse_bandwidth(v.get<std::string>(), where);
   if (v.is_number()) {
     const double bw = v.get<double>();
-    if (!(bw > 0) || !std::isfinite(bw)) fail(key, "a bandwidth > 0 such as \"400Gbps\" or a number of bytes/s", v);
+    if (!(bw >= kMinBandwidthBps && bw <= kMaxBandwidthBps))
+      fail(key, "a bandwidth of 1e3 .. 1e15 bytes/s such as \"400Gbps\" or a number of bytes/s", v);
     return bw;
   }
   fail(key, "a bandwidth such as \"400Gbps\" or \"450GB/s\" or a number of bytes/s", v);
@@ -98,7 +99,8 @@ double ObjectReader::latency(const std::string& key) {
   if (v.is_string()) return parse_latency(v.get<std::string>(), where);
   if (v.is_number()) {
     const double lat = v.get<double>();
-    if (!(lat >= 0) || !std::isfinite(lat)) fail(key, "a latency >= 0 such as \"850ns\" or a number of seconds", v);
+    if (!(lat >= 0 && lat <= kMaxLatencyS))
+      fail(key, "a latency of 0 .. 1 s such as \"850ns\" or a number of seconds", v);
     return lat;
   }
   fail(key, "a latency such as \"850ns\" or \"2us\" or a number of seconds", v);
