@@ -8,11 +8,28 @@ namespace {
 
 const char* redop(CollectiveOp op) {
   switch (op) {
+    // As nccl-tests prints it: the ops it runs with -o (default sum), sendrecv among them; all_gather,
+    // alltoall and broadcast pass "none" (src/*.cu TimeTest calls).
     case CollectiveOp::allreduce:
     case CollectiveOp::reducescatter:
-    case CollectiveOp::reduce: return "sum";
+    case CollectiveOp::reduce:
+    case CollectiveOp::sendrecv: return "sum";
     default: return "none";
   }
+}
+
+// The nccl-tests binary of an op, without "_perf".
+const char* nccl_tests_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::allreduce: return "all_reduce";
+    case CollectiveOp::allgather: return "all_gather";
+    case CollectiveOp::reducescatter: return "reduce_scatter";
+    case CollectiveOp::alltoall: return "alltoall";
+    case CollectiveOp::broadcast: return "broadcast";
+    case CollectiveOp::reduce: return "reduce";
+    case CollectiveOp::sendrecv: return "sendrecv";
+  }
+  return "all_reduce";
 }
 
 int root_column(const SweepInfo& info) {
@@ -39,10 +56,14 @@ SweepSize sweep_size(CollectiveOp op, std::uint64_t requested_bytes, int nranks,
       s.count = count / n;  // per rank
       s.bytes = s.count * ts * n;
       break;
-    case CollectiveOp::alltoall:
-      s.count = count / n * n;
-      s.bytes = s.count * ts;
+    case CollectiveOp::alltoall: {
+      // nccl-tests (src/alltoall.cu AlltoAllGetCollByteCount): the count per peer, rounded down to
+      // 16 bytes, is what it prints and what each rank sends to each peer.
+      const std::uint64_t align = ts < 16 ? 16 / ts : 1;
+      s.count = count / n / align * align;
+      s.bytes = s.count * ts * n;
       break;
+    }
     default:
       s.count = count;
       s.bytes = count * ts;
@@ -80,6 +101,9 @@ std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoin
       info.model.empty() ? fmt::format(", {} channel(s)", info.channels) : "; " + info.model;
   out += fmt::format("# commstack {} prediction: {} ranks ({} nodes x {} GPUs) on {}{}\n", to_string(info.op),
                      info.nranks, info.nodes, info.gpus_per_node, info.cluster, model);
+  // nccl-tests' own line naming the binary (src/util.cu), which its readers (ours among them) take
+  // the collective from: all-gather and alltoall print the same columns.
+  out += fmt::format("# Collective test starting: {}_perf\n", nccl_tests_name(info.op));
   out += fmt::format(
       "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
       "validation: 0 graph: 0\n",

@@ -13,7 +13,8 @@ namespace commstack::sim {
 // allgather / reducescatter / alltoall round the size down to a multiple of n * type size.
 struct SweepSize {
   std::uint64_t bytes = 0;  // the size column (what the collective moves, nccl-tests convention)
-  std::uint64_t count = 0;  // the count column (elements; per rank for allgather / reducescatter)
+  std::uint64_t count =
+      0;  // the count column (elements; per rank for allgather / reducescatter, per peer for alltoall)
 };
 SweepSize sweep_size(CollectiveOp op, std::uint64_t requested_bytes, int nranks, int type_size);
 

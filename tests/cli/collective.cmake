@@ -16,9 +16,10 @@ commstack_cli_test(NAME collective.allgather_csv
 commstack_cli_test(NAME collective.reducescatter_json
   ARGS collective --profile none --cluster dgx-h100 --nodes 1 --op reducescatter --min-bytes 8 --max-bytes 1K --format json
   MATCH "\"op\": \"reducescatter\"")
+# nccl-tests prints alltoall's count per peer (16 ranks: 1 MiB of floats = 16384 per peer).
 commstack_cli_test(NAME collective.alltoall
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op alltoall --min-bytes 1M --max-bytes 16M --alltoall-peers 4
-  MATCH "  1048576        262144     float    none      -1 ")
+  MATCH "  1048576         16384     float    none      -1 ")
 commstack_cli_test(NAME collective.broadcast_root
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op broadcast --min-bytes 64M --max-bytes 64M --fidelity edge
   MATCH "    67108864      16777216     float    none       0 ")
@@ -28,7 +29,7 @@ commstack_cli_test(NAME collective.reduce
 commstack_cli_test(NAME collective.sendrecv_trace
   ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op sendrecv --min-bytes 1K --max-bytes 1M --step-factor 4
        --channels 2 --step-overhead 1us --trace ${CMAKE_CURRENT_BINARY_DIR}/collective-trace.json
-  MATCH "     1048576        262144     float    none      -1 ")
+  MATCH "     1048576        262144     float     sum      -1 ")
 
 commstack_cli_error_test(NAME collective.negative_size
   ARGS collective --cluster dgx-h100 --min-bytes -1 MATCH "commstack: error: --min-bytes: '-1' is negative")
@@ -129,7 +130,7 @@ commstack_cli_test(NAME collective.contention_oversubscribed_alltoall
 # non-blocking ToRs (docs/stack-model.md): the layer's 3.2.
 commstack_cli_test(NAME collective.contention_oversubscribed_alltoall_simgrid
   ARGS collective --profile none --cluster tests/cli/cluster-h100-4to1-tor.json --op alltoall --min-bytes 256M --max-bytes 256M
-  MATCH "   268435456      67108864     float    none      -1    16109   16.66   16.53    N/A")
+  MATCH "   268435456        524288     float    none      -1    16109   16.66   16.53    N/A")
 # Rail-optimized, 32 nodes, leaves of 8 nodes per rail with 4:1 uplinks: NCCL's PXN keeps an alltoall's
 # network bytes on the peer's rail: a rail leaf sends 8 nodes x 24 remote nodes of flows over a quarter of
 # its 8 NICs' rate, a NIC 31: 4 x 24/31 = 3.097x the NICs' time. The stack model's contention layer and the SimGrid fabric simulation (PXN
@@ -139,7 +140,7 @@ commstack_cli_test(NAME collective.contention_rail_alltoall
   MATCH "\\(fabric 3.097x slower than the NICs\\)")
 commstack_cli_test(NAME collective.pxn_rail_alltoall_simgrid
   ARGS collective --profile none --cluster tests/cli/cluster-h100-rail-4to1.json --op alltoall --min-bytes 1G --max-bytes 1G
-  MATCH "  1073741824     268435456     float    none      -1    64427   16.67   16.60    N/A")
+  MATCH "  1073741824       1048576     float    none      -1    64427   16.67   16.60    N/A")
 # NCCL's Tree on the 4:1 ToR cluster: the SimGrid fabric simulation (--algo tree) takes 8193.1 us
 # against 5520.5 us on non-blocking ToRs, 1.484x; the contention layer's tree factor is 6/4 = 1.5
 # (tests/unit/test_stack_contention.cpp) and the stack model predicts 8290 us.
