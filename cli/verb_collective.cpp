@@ -21,6 +21,7 @@
 #include "sim/report/trace.hpp"
 #include "sim/select/nccl_search.hpp"
 #include "sim/stack/predict.hpp"
+#include "topologies/analysis.hpp"
 #include "topologies/cluster.hpp"
 
 namespace commstack::cli {
@@ -346,6 +347,8 @@ void run(const CollectiveOptions& o) {
   info.step_factor = factor;
   const StackModel model = choose_model(o, spec, topo, algorithm, channels, info);
   const bool use_stack = model.predictor.has_value();
+  if (const std::string note = topologies::several_nics_note(topo); !use_stack && !note.empty())
+    fmt::print(stderr, "commstack: note: {}\n", note);
 
   std::vector<std::string> breakdown_lines;
   sim::Simulator simulator(topo);

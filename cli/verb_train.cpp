@@ -15,6 +15,7 @@
 #include "sim/report/otf2_writer.hpp"
 #include "sim/train/report.hpp"
 #include "sim/train/train.hpp"
+#include "topologies/analysis.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/compute/compute_model.hpp"
 #include "workloads/memory.hpp"
@@ -88,6 +89,8 @@ void run(const TrainOptions& o) {
   std::optional<int> nodes;
   if (!o.nodes.empty()) nodes = static_cast<int>(parse_int(o.nodes, "--nodes", 1, 1 << 20));
   const auto topo = topologies::build_topology(spec, nodes);
+  if (const std::string note = topologies::several_nics_note(topo); !note.empty())
+    fmt::print(stderr, "commstack: note: {}\n", note);
   if (o.dp.empty()) par.dp = derived_dp(par, topo.gpu_count());
   par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
                                             : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);

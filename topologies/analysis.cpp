@@ -101,4 +101,13 @@ TopologySummary summarize(const Topology& topo) {
   return s;
 }
 
+std::string several_nics_note(const Topology& topo) {
+  if (topo.max_nics_per_gpu < 2) return "";
+  return fmt::format(
+      "GPUs of {} own up to {} NICs each; the fabric simulation sends a GPU's network traffic through one of "
+      "them, where NCCL spreads its channels over all: bandwidth across nodes is understated up to {}x "
+      "(the calibrated stack model, collective's default, counts every NIC)",
+      topo.name, topo.max_nics_per_gpu, topo.max_nics_per_gpu);
+}
+
 }  // namespace commstack::topologies

@@ -10,6 +10,10 @@ namespace commstack::topologies {
 // Throws InputError naming `origin` and the first device not connected to GPU 0.
 void check_connected(const Topology& topo, const std::string& origin);
 
+// A note for the SimGrid fabric simulation of a topology whose GPUs own several NICs each (it routes
+// a GPU through one of them); empty when every GPU has at most one.
+std::string several_nics_note(const Topology& topo);
+
 // Largest shortest-path hop count between two GPUs (graph distance, not the routed path). BFS
 // runs from the GPUs of topo.representative_nodes (all GPUs when empty).
 int gpu_diameter(const Topology& topo);

@@ -118,6 +118,10 @@ public:
   int gpus_per_node = 0;
   // Consecutive nodes sharing one NVLink fabric (GB200 NVL72: 18; 1 elsewhere, and with MNNVL off).
   int nvlink_domain_nodes = 1;
+  // The most NICs one GPU owns (AWS p5: 4 EFA NICs per H100). The routers send a GPU's network
+  // traffic through one of them (docs/topologies.md "Nearest-NIC rule"), so the fabric simulation
+  // understates the bandwidth of such GPUs by up to this factor; the stack model counts every NIC.
+  int max_nics_per_gpu = 0;
 
   // Nodes whose GPUs, taken together, see every GPU-to-GPU distance that occurs (the builder
   // proves this by automorphisms of its family, see docs/topologies.md). gpu_diameter() runs

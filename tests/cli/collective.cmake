@@ -172,3 +172,8 @@ commstack_cli_test(NAME collective.gb200_two_racks_spread_nics
 commstack_cli_test(NAME collective.gb200_two_racks_mnnvl_off
   ARGS collective --profile none --cluster gb200-nvl72 --nodes 36 --channels 16 -b 256M -e 256M --mnnvl off
   MATCH "268435456 +67108864 +float +sum +-1 +[0-9.]+ +[0-9.]+ +199\\.[0-9]+ +N/A")
+# GPUs with several NICs (AWS p5: 4 per H100): the fabric simulation routes a GPU through one of
+# them, which understates the bandwidth; it says so (the stack model counts every NIC).
+commstack_cli_test(NAME collective.several_nics_per_gpu_note
+  ARGS collective --profile none --cluster tests/cli/cluster-two-nics-per-gpu.json -b 1M -e 1M
+  MATCH "commstack: note: GPUs of two-nics-per-gpu x 2 nodes own up to 2 NICs each; the fabric simulation sends a GPU's network traffic through one of them")

@@ -37,6 +37,9 @@ IntraNode build_intra_node(Topology& topo, const NodeSpec& node, const std::vect
   in.nic_link.reserve(in.nic_vertex.capacity());
   for (const auto& nic : nics) in.nic_gpu.push_back(nic.gpu);
   in.gpu_nic = nearest_nics(nics, gpus);
+  for (int g = 0; g < gpus; ++g)
+    topo.max_nics_per_gpu = std::max(topo.max_nics_per_gpu,
+                                     static_cast<int>(std::count(in.nic_gpu.begin(), in.nic_gpu.end(), g)));
 
   const LinkKind plane_kind = node.nvswitch ? LinkKind::nvlink : LinkKind::pcie;
   const VertexKind plane_vertex = node.nvswitch ? VertexKind::nvswitch : VertexKind::pcie_switch;
