@@ -52,7 +52,8 @@ std::vector<std::string> split(const std::string& text) {
 
 // A value listed twice would enumerate every configuration with it twice (and fill the top list
 // with copies): refused, naming it.
-void refuse_repeats(const std::vector<std::string>& items, const std::string& flag) {
+template <class T>
+void refuse_repeats(const std::vector<T>& items, const std::string& flag) {
   for (std::size_t i = 0; i < items.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (items[i] == items[j])
@@ -65,10 +66,7 @@ std::vector<T> parse_list(const std::string& text, const std::string& flag, long
   std::vector<T> out;
   if (text.empty()) return out;
   for (const auto& item : split(text)) out.push_back(static_cast<T>(parse_int(item, flag, lo, hi)));
-  std::vector<std::string> as_text;
-  as_text.reserve(out.size());
-  for (const T v : out) as_text.push_back(std::to_string(v));
-  refuse_repeats(as_text, flag);
+  refuse_repeats(out, flag);
   return out;
 }
 

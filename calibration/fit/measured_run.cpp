@@ -1,7 +1,5 @@
 #include "calibration/fit/measured_run.hpp"
 
-#include "calibration/fit/nccl_tests_table_op.hpp"
-
 #include <algorithm>
 #include <array>
 #include <map>
@@ -19,6 +17,7 @@
 #include "calibration/fit/nccl_log.hpp"
 #include "calibration/fit/nccl_tests.hpp"
 #include "calibration/fit/nccl_tests_json.hpp"
+#include "calibration/fit/nccl_tests_table_op.hpp"
 #include "calibration/fit/node_from_topo_xml.hpp"
 #include "calibration/fit/osu_run.hpp"
 #include "calibration/fit/published_table.hpp"
