@@ -167,3 +167,45 @@ TEST_CASE("import robustness: an element count that would wrap the byte count is
                        doctest::Contains("rank-0.log:1: count 4611686018427387904 is out of range"),
                        InputError);
 }
+
+// Chakra JSON fields the importer cannot read are refused with the field, its value and what
+// was expected, never replaced by a default (an unknown NodeType was a GPU kernel, a negative
+// runtime 0 s, ngpus 0 ignored, a send to a rank outside the trace kept its traced time).
+TEST_CASE("import robustness: a Chakra node with a field it cannot read names the field") {
+  const auto d = temp_dir("chakra-fields");
+  const auto error_of = [&](const std::string& top, const std::string& node) {
+    const std::string path = d + "/chakra.0.json";
+    write(path, "{" + top + R"("workload_graph": [{"Id": 3, )" + node + "}]}");
+    try {
+      (void)importers::load_trace(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string ok_top = R"("ngpus": 2, )";
+  CHECK(error_of(ok_top, R"("NodeType": 4, "runtime": 5)") == "(no error)");
+  CHECK(error_of(ok_top, R"("NodeType": 99, "runtime": 5)")
+            .find(R"("workload_graph"[0]: node Id 3: "NodeType" is 99: expected 1-7)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 0)").find(R"("NodeType" is 0: expected 1-7)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 4.5)").find(R"("NodeType" is 4.5: expected an integer)") !=
+        std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 4, "runtime": -5)")
+            .find(R"("runtime" is -5: expected microseconds >= 0)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 4, "data_deps": [1, "x"])")
+            .find(R"("data_deps" holds "x": expected node Ids)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 4, "is_cpu_op": 1)")
+            .find(R"("is_cpu_op" is 1: expected true or false)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 7, "comm_type": 10, "comm_size": 8)")
+            .find(R"("comm_type" is 10: expected 0-9)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 7, "comm_type": 0, "comm_size": -8)")
+            .find(R"("comm_size" is -8: expected a value >= 0)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 5, "comm_src": 0, "comm_dst": 2, "comm_size": 8)")
+            .find(R"(node Id 3: "comm_dst" is 2: expected a rank below 2)") != std::string::npos);
+  for (const char* ngpus : {"0", "-3", "\"2\"", "2.5"}) {
+    CAPTURE(ngpus);
+    CHECK(error_of(std::string(R"("ngpus": )") + ngpus + ", ", R"("NodeType": 4)")
+              .find(std::string(R"("ngpus" is )") + ngpus + ": expected the number of GPUs") !=
+          std::string::npos);
+  }
+}

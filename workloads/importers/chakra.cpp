@@ -19,7 +19,10 @@ namespace {
 using nlohmann::json;
 
 // Chakra's NodeType and CollectiveCommType enums (schema/protobuf/et_def.proto).
-enum NodeType { kComp = 4, kSend = 5, kRecv = 6, kColl = 7 };
+enum NodeType { kMetadata = 1, kComp = 4, kSend = 5, kRecv = 6, kColl = 7 };
+// CollectiveCommType runs from ALL_REDUCE (0) to BARRIER (9).
+constexpr std::int64_t kMaxCommType = 9;
+constexpr long long kMaxRanks = 1 << 24;
 
 std::optional<Collective> collective_of(std::int64_t comm_type) {
   switch (comm_type) {
@@ -44,10 +47,22 @@ struct Node {
   std::optional<std::int64_t> comm_type, comm_size, comm_src, comm_dst, comm_tag;
 };
 
-std::optional<std::int64_t> opt_int(const json& o, const char* key) {
+// An optional integer field; present with another type (or a fraction) is an error naming it.
+std::optional<std::int64_t> opt_int(const json& o, const char* key, std::int64_t id) {
   auto it = o.find(key);
-  if (it == o.end() || !(it->is_number_integer() || it->is_number_unsigned())) return std::nullopt;
+  if (it == o.end() || it->is_null()) return std::nullopt;
+  if (!(it->is_number_integer() || it->is_number_unsigned()) ||
+      (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+    throw InputError(fmt::format("node Id {}: \"{}\" is {}: expected an integer", id, key, it->dump()));
   return it->get<std::int64_t>();
+}
+
+// The same, and it may not be negative (sizes, ranks, tags).
+std::optional<std::int64_t> opt_count(const json& o, const char* key, std::int64_t id) {
+  auto v = opt_int(o, key, id);
+  if (v && *v < 0)
+    throw InputError(fmt::format("node Id {}: \"{}\" is {}: expected a value >= 0", id, key, *v));
+  return v;
 }
 
 int rank_of(const std::string& path, std::size_t index, std::vector<std::string>& warnings) {
@@ -59,40 +74,64 @@ int rank_of(const std::string& path, std::size_t index, std::vector<std::string>
   return static_cast<int>(index);
 }
 
-// One workload_graph node as the importer keeps it; InputError naming the node without an
-// integer Id and NodeType.
+// One workload_graph node as the importer keeps it. InputError (the stream adds the file and the
+// element) for a node without an integer Id, a NodeType outside Chakra's enum, a runtime that is
+// not a duration, a dependency that is not a node Id, or a negative size or peer: a trace that
+// says something the importer cannot read is refused rather than replayed on a guess.
 Node read_node(const json& e, std::int64_t index) {
   Node n;
-  auto id = opt_int(e, "Id");
-  auto type = opt_int(e, "NodeType");
-  if (!id || !type) {
-    throw InputError(fmt::format("node {} has no integer \"Id\" and \"NodeType\"", index));
-  }
-  n.id = *id;
+  auto id_it = e.find("Id");
+  if (id_it == e.end() || !(id_it->is_number_integer() || id_it->is_number_unsigned()))
+    throw InputError(fmt::format("node {} has no integer \"Id\"", index));
+  n.id = id_it->get<std::int64_t>();
+  auto type = opt_int(e, "NodeType", n.id);
+  if (!type) throw InputError(fmt::format("node Id {} has no \"NodeType\"", n.id));
+  if (*type < kMetadata || *type > kColl)
+    throw InputError(
+        fmt::format("node Id {}: \"NodeType\" is {}: expected 1-7 (Chakra's NodeType: 1 metadata, "
+                    "2 memory load, 3 memory store, 4 compute, 5 send, 6 recv, 7 collective)",
+                    n.id, *type));
   n.type = static_cast<int>(*type);
-  if (e.contains("Name") && e["Name"].is_string()) n.name = e["Name"].get<std::string>();
-  n.cpu = e.contains("is_cpu_op") && e["is_cpu_op"].is_boolean() && e["is_cpu_op"].get<bool>();
-  if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() >= 0 &&
-      e["runtime"].get<double>() < 1e15) {
-    n.runtime_us = e["runtime"].get<double>();
+  if (auto it = e.find("Name"); it != e.end() && it->is_string()) n.name = it->get<std::string>();
+  if (auto it = e.find("is_cpu_op"); it != e.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      throw InputError(
+          fmt::format("node Id {}: \"is_cpu_op\" is {}: expected true or false", n.id, it->dump()));
+    n.cpu = it->get<bool>();
+  }
+  if (auto it = e.find("runtime"); it != e.end() && !it->is_null()) {
+    // Microseconds; the ceiling (about 31 years) keeps the sum of a rank's ops finite.
+    if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() >= 1e15)
+      throw InputError(
+          fmt::format("node Id {}: \"runtime\" is {}: expected microseconds >= 0", n.id, it->dump()));
+    n.runtime_us = it->get<double>();
     n.has_runtime = true;
   }
   for (const char* key : {"data_deps", "ctrlDeps", "ctrl_deps"}) {
-    if (!e.contains(key)) continue;
-    const json& d = e[key];
+    auto it = e.find(key);
+    if (it == e.end() || it->is_null()) continue;
+    const json& d = *it;
+    const auto take = [&](const json& x) {
+      if (!x.is_number_integer() && !x.is_number_unsigned())
+        throw InputError(
+            fmt::format("node Id {}: \"{}\" holds {}: expected node Ids (integers)", n.id, key, x.dump()));
+      n.deps.push_back(x.get<std::int64_t>());
+    };
     if (d.is_array()) {
-      for (const auto& x : d) {
-        if (x.is_number_integer() || x.is_number_unsigned()) n.deps.push_back(x.get<std::int64_t>());
-      }
-    } else if (d.is_number_integer()) {
-      n.deps.push_back(d.get<std::int64_t>());
+      for (const auto& x : d) take(x);
+    } else {
+      take(d);
     }
   }
-  n.comm_type = opt_int(e, "comm_type");
-  n.comm_size = opt_int(e, "comm_size");
-  n.comm_src = opt_int(e, "comm_src");
-  n.comm_dst = opt_int(e, "comm_dst");
-  n.comm_tag = opt_int(e, "comm_tag");
+  n.comm_type = opt_int(e, "comm_type", n.id);
+  if (n.comm_type && (*n.comm_type < 0 || *n.comm_type > kMaxCommType))
+    throw InputError(
+        fmt::format("node Id {}: \"comm_type\" is {}: expected 0-{} (Chakra's CollectiveCommType)", n.id,
+                    *n.comm_type, kMaxCommType));
+  n.comm_size = opt_count(e, "comm_size", n.id);
+  n.comm_src = opt_count(e, "comm_src", n.id);
+  n.comm_dst = opt_count(e, "comm_dst", n.id);
+  n.comm_tag = opt_int(e, "comm_tag", n.id);
   return n;
 }
 
@@ -119,12 +158,20 @@ std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& wo
       }
       fn.nodes.push_back(read_node(e, index));
     };
+    std::string bad_ngpus;  // thrown after the stream, which would blame the array element
     cb.member = [&](const std::string& key, json&& v) {
-      if (key == "ngpus" && v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= (1 << 24)) {
+      if (key != "ngpus") return;
+      if ((v.is_number_integer() || v.is_number_unsigned()) && v.get<long long>() > 0 &&
+          v.get<long long>() <= kMaxRanks) {
         world = std::max(world, v.get<int>());
+      } else {
+        bad_ngpus = v.dump();
       }
     };
     stream_json_file(fn.path, "workload_graph", cb);
+    if (!bad_ngpus.empty())
+      throw InputError(fmt::format("{}: \"ngpus\" is {}: expected the number of GPUs, 1-{}", fn.path,
+                                   bad_ngpus.substr(0, 40), kMaxRanks));
     if (bad > 0)
       warnings.push_back(
           fmt::format("{}: {} workload_graph entries that are not objects skipped", fn.path, bad));
@@ -170,12 +217,18 @@ void build_rank(FileNodes& fn, int world, const std::vector<int>& world_ranks, R
       std::vector<int> deps;
       if (prev_comm >= 0) deps.push_back(prev_comm);
       const auto coll = n.comm_type ? collective_of(*n.comm_type) : std::nullopt;
+      for (const auto& [key, peer] : {std::pair{"comm_src", n.comm_src}, std::pair{"comm_dst", n.comm_dst}}) {
+        if (n.type != kColl && peer && *peer >= world)
+          throw InputError(
+              fmt::format("{}: node Id {}: \"{}\" is {}: expected a rank below {} (the trace's GPUs: "
+                          "its \"ngpus\" and rank files)",
+                          fn.path, n.id, key, *peer, world));
+      }
       if (n.type == kColl && coll && n.comm_size && *n.comm_size > 0) {
         id = rb.collective(n.name, 0, dur, 2, deps, *coll, static_cast<std::uint64_t>(*n.comm_size), "world",
                            world_ranks);
       } else if ((n.type == kSend || n.type == kRecv) && n.comm_src && n.comm_dst && n.comm_size &&
-                 *n.comm_size >= 0 && *n.comm_src >= 0 && *n.comm_dst >= 0 && *n.comm_src < world &&
-                 *n.comm_dst < world) {
+                 *n.comm_size >= 0) {
         const bool send = n.type == kSend;
         const auto peer = static_cast<int>(send ? *n.comm_dst : *n.comm_src);
         id = rb.p2p(n.name, 0, dur, 2, deps, send ? OpKind::send : OpKind::recv, peer, n.comm_tag.value_or(0),
