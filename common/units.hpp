@@ -17,6 +17,10 @@ inline constexpr double kMinBandwidthBps = 1e3;   // 8 kb/s
 inline constexpr double kMaxBandwidthBps = 1e15;  // 8 Pb/s
 inline constexpr double kMaxLatencyS = 1.0;
 
+// The most GPUs a simulated machine (and so a trace to replay) may have: 262,144, far beyond any
+// machine, and it keeps memory bounded.
+inline constexpr long long kMaxGpus = 1 << 18;
+
 // Bandwidth in bytes per second from "400Gbps" / "400Gb/s" (bits, decimal), "450GB/s" / "450GBps"
 // (bytes, decimal), or a bare number (bytes/s). Must be within [kMinBandwidthBps, kMaxBandwidthBps].
 double parse_bandwidth(std::string_view text, std::string_view what);

@@ -5,14 +5,13 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/builders/builders.hpp"
 #include "topologies/cluster.hpp"
 
 namespace commstack::topologies {
 namespace {
-
-constexpr long long kMaxGpus = 1 << 18;  // 262,144 GPUs: far beyond any machine, keeps memory bounded
 
 std::vector<NicSpec> adapt_nics(const ClusterSpec& spec, int gpus) {
   if (spec.node.nic_per_gpu && gpus != spec.node.gpus) {

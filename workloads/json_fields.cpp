@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 
 namespace commstack::workloads {
 
@@ -119,7 +120,7 @@ void JsonFields::reject_unknown() const {
 
 json parse_json_text(const std::string& text, const std::string& where) {
   try {
-    return json::parse(text);
+    return parse_input_json<json>(text, where);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", where, e.what()));
   }

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 
 namespace commstack::bench {
 namespace {
@@ -267,9 +268,12 @@ BenchReport load_report(const std::string& path) {
 }
 
 BenchReport report_from_text(const std::string& text, const std::string& origin) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
+  json j;
+  try {
+    j = parse_input_json<json>(text, origin);
+  } catch (const json::exception&) {  // a syntax error, or a number that overflows
     throw InputError(fmt::format("{}: not valid JSON (expected a commstack-bench report)", origin));
+  }
   return report_from_json(j, origin);
 }
 

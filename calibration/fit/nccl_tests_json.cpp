@@ -8,6 +8,7 @@
 
 #include "calibration/fit/text_lines.hpp"
 #include "common/error.hpp"
+#include "common/json_input.hpp"
 
 namespace commstack::fit {
 namespace {
@@ -171,7 +172,7 @@ NcclTestsResult parse_nccl_tests_json(std::string_view input, const std::string&
                                       NcclTestsOp op_hint) {
   json doc;
   try {
-    doc = json::parse(input.begin(), input.end());
+    doc = parse_input_json<json>(input, origin);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number that overflows
     throw InputError(fmt::format("{}: malformed JSON (nccl-tests -J output expected): {}", origin, e.what()));
   }

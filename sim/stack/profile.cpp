@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 #include "sim/select/tuning_constants.hpp"
 #include "sim/stack/embedded_profiles.hpp"
 
@@ -277,7 +278,7 @@ namespace {
 Profile profile_from_text(std::string_view text, const std::string& origin) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_input_json<json>(text, "profile " + origin);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("profile {}: malformed JSON: {}", origin, e.what()));
   }

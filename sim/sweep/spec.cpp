@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 
 namespace commstack::sim::sweep {
 namespace {
@@ -27,7 +28,7 @@ std::string escape_token(const std::string& key) {
 ojson read_json_file(const std::filesystem::path& file, const std::string& what) {
   const std::string text = read_input_file(file.string(), what);
   try {
-    return ojson::parse(text);
+    return parse_input_json<ojson>(text, file.string());
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }

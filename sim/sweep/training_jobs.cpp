@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 #include "sim/scenario/job.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -18,7 +19,7 @@ using ojson = nlohmann::ordered_json;
 json read_json(const std::filesystem::path& file, const std::string& where) {
   const std::string text = read_input_file(file.string(), fmt::format("base job file of {}", where));
   try {
-    return json::parse(text);
+    return parse_input_json<json>(text, file.string());
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()));
   }

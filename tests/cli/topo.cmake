@@ -37,3 +37,6 @@ commstack_cli_test(NAME topo_from_nccl_xml_p5
 commstack_cli_error_test(NAME topo_from_nccl_xml_needs_generation
   ARGS topo --from-nccl-xml calibration/data/nccl-logs/azure-ndv4-a100-topo.xml
   MATCH "the XML gives no compute capability \\(PCI entries only\\); pass --cluster PRESET")
+# A key written twice: JSON would keep the last one; the file says two things, so it is refused.
+commstack_cli_error_test(NAME topo.duplicate_key ARGS topo --cluster tests/cli/cluster-duplicate-key.json
+  MATCH "cluster-duplicate-key.json: key \"nodes\" appears twice in the top-level object")

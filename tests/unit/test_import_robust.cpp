@@ -84,13 +84,16 @@ TEST_CASE("import robustness: a truncated gzip file is reported, not half-read")
 
 TEST_CASE("import robustness: events without ts/dur and of unknown kinds are skipped with a warning") {
   const auto d = temp_dir("fields");
-  write(d + "/rank-0.json",
-        tiny(0, 1, R"(,
+  write(d + "/rank-0.json", tiny(0, 1, R"(,
   {"ph": "X", "cat": "kernel", "name": "no_ts", "dur": 3},
   {"ph": "X", "cat": "mystery", "name": "x", "ts": 1100, "dur": 3},
-  {"ph": "X", "cat": "kernel", "name": "negative", "ts": 1100, "dur": -3})"));
+  {"ph": "X", "cat": "kernel", "name": "negative", "ts": 1100, "dur": -3},
+  {"ph": "X", "cat": "kernel", "name": "absurd", "ts": 1100, "dur": 1e300})"));
   const auto t = importers::load_trace(d);
-  CHECK(has_warning(t, "2 complete events without a numeric ts/dur skipped"));
+  CHECK(has_warning(t, "1 complete events without a numeric ts/dur skipped"));
+  CHECK(has_warning(t, "1 complete events with a negative dur skipped"));
+  CHECK(has_warning(t, "1 complete events with a dur of 1e12 us or more, or a ts beyond 1e18 us skipped"));
+  CHECK(t.traced_s == approx(500e-6));  // the absurd event does not stretch the trace
   CHECK(has_warning(t, "1 events of unknown category 'mystery' skipped"));
   CHECK(t.graph.ops.size() == 4);
 }
@@ -103,6 +106,18 @@ TEST_CASE("import robustness: two files of one rank, and a rank beyond the world
   const auto e = temp_dir("ranks2");
   write(e + "/a.json", tiny(3, 2));
   CHECK_THROWS_WITH_AS(importers::load_trace(e), doctest::Contains("rank 3 / world_size 2 out of range"), InputError);
+  // A rank or world size that is present but no count is refused, not replaced by the file name's.
+  const auto f = temp_dir("ranks3");
+  std::string bad = tiny(0, 2);
+  bad.replace(bad.find(R"("rank": 0)"), 9, R"("rank": -1)");
+  write(f + "/rank-0.json", bad);
+  CHECK_THROWS_WITH_AS(importers::load_trace(f),
+                       doctest::Contains("distributedInfo.rank is -1: expected the rank of the file"),
+                       InputError);
+  write(f + "/rank-0.json", tiny(0, 0));
+  CHECK_THROWS_WITH_AS(importers::load_trace(f),
+                       doctest::Contains("distributedInfo.world_size is 0: expected the number of ranks"),
+                       InputError);
 }
 
 TEST_CASE("import robustness: not a trace, an empty directory, a missing path") {

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/presets/embedded.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 
 nlohmann::json parse_text(std::string_view text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return parse_input_json<nlohmann::json>(text, origin);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON: {}", origin, e.what()));
   }

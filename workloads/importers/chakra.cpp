@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "workloads/importers/json_stream.hpp"
 #include "workloads/importers/trace_graph.hpp"
 
@@ -22,7 +23,7 @@ using nlohmann::json;
 enum NodeType { kMetadata = 1, kComp = 4, kSend = 5, kRecv = 6, kColl = 7 };
 // CollectiveCommType runs from ALL_REDUCE (0) to BARRIER (9).
 constexpr std::int64_t kMaxCommType = 9;
-constexpr long long kMaxRanks = 1 << 24;
+constexpr long long kMaxRanks = kMaxGpus;
 
 std::optional<Collective> collective_of(std::int64_t comm_type) {
   switch (comm_type) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "workloads/importers/json_stream.hpp"
 #include "workloads/importers/trace_graph.hpp"
 
@@ -93,6 +94,29 @@ struct FileInfo {
 bool is_gpu_cat(const std::string& c) {
   return c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "memcpy" || c == "memset";
 }
+// A complete event's start and duration (us), or why it cannot be one: the profiler writes no
+// negative durations, and none of 1e12 us (11.6 days) or more, nor timestamps beyond 1e18 us (the
+// epoch microseconds of Kineto are about 1.7e15); such values come from a mangled trace.
+struct EventTimes {
+  double ts = 0, dur = 0;
+  const char* bad = nullptr;  // the skipped-events category, nullptr when the times are usable
+};
+EventTimes event_times(const json& e) {
+  EventTimes t;
+  auto ts = num(e, "ts"), dur = num(e, "dur");
+  if (!ts || !dur)
+    t.bad = "complete events without a numeric ts/dur";
+  else if (*dur < 0)
+    t.bad = "complete events with a negative dur";
+  else if (!(*dur < 1e12) || !(std::abs(*ts) < 1e18))
+    t.bad = "complete events with a dur of 1e12 us or more, or a ts beyond 1e18 us";
+  else {
+    t.ts = *ts;
+    t.dur = *dur;
+  }
+  return t;
+}
+
 bool is_runtime_cat(const std::string& c) { return c == "cuda_runtime" || c == "cuda_driver" || c == "runtime"; }
 
 FileInfo scan(const std::string& path) {
@@ -100,12 +124,12 @@ FileInfo scan(const std::string& path) {
   StreamCallbacks cb;
   cb.element = [&](json&& e, std::int64_t) {
     if (!e.is_object()) return;
-    auto ts = num(e, "ts"), dur = num(e, "dur");
-    if (!ts || !dur || str(e, "ph") != "X") return;
-    info.first = std::min(info.first, *ts);
-    info.last = std::max(info.last, *ts + *dur);
+    const EventTimes t = event_times(e);
+    if (t.bad || str(e, "ph") != "X") return;
+    info.first = std::min(info.first, t.ts);
+    info.last = std::max(info.last, t.ts + t.dur);
     const std::string name = str(e, "name");
-    if (starts_with(name, "ProfilerStep#")) info.steps.push_back({name, *ts, *dur});
+    if (starts_with(name, "ProfilerStep#")) info.steps.push_back({name, t.ts, t.dur});
   };
   cb.member = [&](const std::string& key, json&& v) {
     if (key == "distributedInfo" && v.is_object()) info.distributed = std::move(v);
@@ -136,14 +160,14 @@ std::vector<Event> collect(const std::string& path, const Window& w, std::map<st
     const std::string ph = str(e, "ph");
     if (ph != "X") return;  // flows, counters, metadata, instants: not ops
     const std::string cat = lower(str(e, "cat"));
-    auto ts = num(e, "ts"), dur = num(e, "dur");
-    if (!ts || !dur || *dur < 0) {
-      ++skipped["complete events without a numeric ts/dur"];
+    const EventTimes t = event_times(e);
+    if (t.bad) {
+      ++skipped[t.bad];
       return;
     }
     Event ev;
-    ev.ts = *ts;
-    ev.dur = *dur;
+    ev.ts = t.ts;
+    ev.dur = t.dur;
     ev.name = str(e, "name");
     const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : json::object();
     ev.corr = integer(args, "correlation").value_or(-1);
@@ -324,8 +348,21 @@ std::pair<std::vector<RankFile>, int> open_rank_files(const std::vector<std::str
     f.path = p;
     f.info = scan(p);
     const auto& di = f.info.distributed;
-    if (di.is_object() && integer(di, "rank")) f.rank = static_cast<int>(*integer(di, "rank"));
-    if (di.is_object() && integer(di, "world_size")) f.world = static_cast<int>(*integer(di, "world_size"));
+    // A rank or world size the trace gives but that is no count is refused, not replaced by the
+    // file name's rank.
+    for (const char* key : {"rank", "world_size"}) {
+      if (!di.is_object() || !di.contains(key)) continue;
+      const json& v = di[key];
+      const bool is_rank = std::string_view(key) == "rank";
+      const auto value = integer(di, key);
+      if (!(v.is_number_integer() || v.is_number_unsigned()) || !value || *value < (is_rank ? 0 : 1) ||
+          *value > kMaxGpus - (is_rank ? 1 : 0))
+        throw InputError(
+            fmt::format("{}: distributedInfo.{} is {}: expected {}", p, key, v.dump().substr(0, 40),
+                        is_rank ? fmt::format("the rank of the file, an integer from 0 to {}", kMaxGpus - 1)
+                                : fmt::format("the number of ranks, an integer from 1 to {}", kMaxGpus)));
+      (is_rank ? f.rank : f.world) = static_cast<int>(*value);
+    }
     if (f.rank < 0) {
       f.rank = rank_from_name(p);
       if (f.rank < 0 && files.size() == 1) f.rank = 0;
@@ -501,6 +538,11 @@ double RankImport::gpu_side(std::vector<std::string>& warnings) {
       if (!args.contains("Collective name"))
         if (const Event* meta = enclosing_meta(e->corr)) args = meta->args;
       CommInfo ci = comm_info(args, f_.rank, world_);
+      if (ci.ok && ci.ranks.back() >= world_)
+        throw InputError(
+            fmt::format("{}: kernel '{}' at ts {}: its process group holds rank {}, beyond the {} ranks "
+                        "of the trace (distributedInfo.world_size, or the rank files)",
+                        f_.path, e->name.substr(0, 60), e->ts, ci.ranks.back(), world_));
       if (ci.ok) {
         id = rb_.collective(e->name, rel(e->ts), e->dur * 1e-6, static_cast<int>(e->stream), deps, ci.op,
                             ci.bytes, ci.label, ci.ranks);
