@@ -296,6 +296,12 @@ void run(const CollectiveOptions& o) {
   const sim::Fidelity fidelity = sim::fidelity_from_string(o.fidelity);
   const std::uint64_t min_bytes = parse_bytes(o.min_bytes, "--min-bytes");
   const std::uint64_t max_bytes = parse_bytes(o.max_bytes, "--max-bytes");
+  // 512 TiB: far beyond any buffer a GPU holds, and below where NCCL's cost model (float
+  // microseconds) stops ranking the algorithms.
+  constexpr std::uint64_t kMaxCollectiveBytes = std::uint64_t{1} << 49;
+  if (max_bytes > kMaxCollectiveBytes)
+    throw InputError(
+        fmt::format("--max-bytes {}: expected at most 512T ({} bytes)", o.max_bytes, kMaxCollectiveBytes));
   if (min_bytes > max_bytes) {
     throw InputError(fmt::format("--min-bytes {} is larger than --max-bytes {}; expected min <= max", o.min_bytes,
                                  o.max_bytes));

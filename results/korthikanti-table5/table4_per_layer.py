@@ -42,7 +42,11 @@ def layer_times(recompute, sp):
         start[key] = min(start.get(key, float("inf")), e["ts"])
     fwd = (start[("fwd", 2)] - start[("fwd", 1)]) / 1e3  # trace times are microseconds
     bwd = (start[("bwd", 1)] - start[("bwd", 2)]) / 1e3
-    return fwd, bwd, " ".join(cmd[1:])
+    # The recorded command has repository-relative paths and a fixed trace name, so the result file
+    # is the same on every checkout and run.
+    root = os.path.dirname(os.path.dirname(HERE))
+    shown = [os.path.relpath(a, root) if a == MODEL else "trace.json" if a == trace else a for a in cmd[1:]]
+    return fwd, bwd, " ".join(shown)
 
 
 def main():

@@ -81,7 +81,10 @@ def run(row, prof):
            "--micro-batch", str(row["mb"]), "--virtual-stages", str(row["vs"]), "--recompute", "full",
            "--attention", "materialized", "--tp-backward-overlap", "off", "--overlap-grad-reduce", "off", "--compute-profile", prof, "--format", "json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out), " ".join(cmd[1:])
+    # The recorded command names the profile relative to the repository, so results.json is the same
+    # on every checkout.
+    shown = [os.path.relpath(a, os.path.dirname(os.path.dirname(HERE))) if a == prof else a for a in cmd[1:]]
+    return json.loads(out), " ".join(shown)
 
 
 def predict(r, x, y):

@@ -61,8 +61,15 @@ WhatifResult run_whatif(const Scenario& s, int jobs,
   }
   const WhatifRow& base = w.rows.front();
   for (auto& row : w.rows) {
-    // Identical jobs simulate to bitwise-identical times, so an unchanged variant is exactly 1.
-    row.speedup = base.iteration_s / row.iteration_s;
+    // Identical jobs simulate to bitwise-identical times, so an unchanged variant is exactly 1. A
+    // variant with another global batch or sequence length does other work per iteration: its
+    // iteration time says nothing about speed, so it is compared per token (time per token of the
+    // baseline over its own, the ratio of tokens/s).
+    const double base_tokens = base.result.value("tokens_per_iteration", 0.0);
+    const double tokens = row.result.value("tokens_per_iteration", 0.0);
+    row.per_token = !w.replay && base_tokens > 0 && tokens > 0 && tokens != base_tokens;
+    row.speedup = row.per_token ? (base.iteration_s / base_tokens) / (row.iteration_s / tokens)
+                                : base.iteration_s / row.iteration_s;
     row.delta_s.clear();
     row.moved.clear();
     row.moved_s = 0;

@@ -33,7 +33,10 @@ struct WhatifRow {
   nlohmann::json overrides;       // as written in the scenario
   nlohmann::ordered_json result;  // the train report of the run (sim/train/report.hpp to_json)
   double iteration_s = 0;
-  double speedup = 1;  // baseline iteration_s / this iteration_s
+  // Baseline time per iteration / this one; per token (the ratio of the throughputs) when the run
+  // processes a different number of tokens per iteration than the baseline (per_token).
+  double speedup = 1;
+  bool per_token = false;
   double mfu = 0;           // 0 for replays (a trace has no model FLOPs)
   double tokens_per_s = 0;  // 0 for replays
   std::vector<double> breakdown_s;  // per WhatifResult::parts

@@ -69,8 +69,18 @@ std::string whatif_text(const WhatifResult& w) {
     line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup", "MFU",
                      "tokens/s", "moved most (vs baseline)"));
     for (const auto& r : w.rows) {
-      line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}  {:>5.1f}%  {:>12.0f}  {}", r.name, width, r.iteration_s,
-                       r.speedup, 100 * r.mfu, r.tokens_per_s, &r == &base ? "-" : moved_text(r, u)));
+      line(fmt::format("{:<{}}  {:>11.3f}  {:>7.3f}{}  {:>5.1f}%  {:>12.0f}  {}", r.name, width,
+                       r.iteration_s, r.speedup, r.per_token ? "*" : " ", 100 * r.mfu, r.tokens_per_s,
+                       &r == &base ? "-" : moved_text(r, u)));
+    }
+    if (std::any_of(w.rows.begin(), w.rows.end(), [](const WhatifRow& r) { return r.per_token; })) {
+      line(
+          "* per token (the ratio of tokens/s): the variant processes another number of tokens per "
+          "iteration");
+      line(
+          "  (global batch x sequence length), so its iteration time is not comparable; its breakdown is "
+          "per");
+      line("  iteration");
     }
   }
   line("");
@@ -159,6 +169,7 @@ nlohmann::ordered_json whatif_json(const WhatifResult& w) {
     o["overrides"] = r.overrides;
     o["iteration_s"] = r.iteration_s;
     o["speedup"] = r9(r.speedup);
+    if (!w.replay) o["speedup_per"] = r.per_token ? "token" : "iteration";
     if (w.replay) {
       o["traced_s"] = r.result.value("traced_s", 0.0);
     } else {

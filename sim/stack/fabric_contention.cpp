@@ -25,10 +25,11 @@ using topologies::VertexKind;
 // * inside a dragonfly group, a router's local links form one pool each way; between groups, all
 //   global links of a group form one pool each way (minimal routes spread over the group's globals);
 // * other links between switches of one tier (tori) count alone: dimension-order routes as routed.
-// An oversubscribed leaf's uplinks or a group's global links still limit the pattern.
+// An oversubscribed leaf's uplinks or a group's global links still limit the pattern. With
+// Routing::minimal, dragonfly links count alone too: each flow loads the links of its own route.
 class LinkLoads {
  public:
-  explicit LinkLoads(const Topology& topo)
+  explicit LinkLoads(const Topology& topo, Routing routing = Routing::adaptive)
       : topo_(topo), out_(2 * static_cast<std::size_t>(topo.link_count()), {-1, -1}) {
     const auto is_switch = [&](int v) {
       const auto kind = topo.vertex(v).kind;
@@ -56,11 +57,11 @@ class LinkLoads {
         } else if (vf.tier != vt.tier) {
           const int up = vt.tier > vf.tier ? 1 : 0;
           slots = {pool(kSwitchSends, from, up), pool(kSwitchReceives, to, up)};
-        } else if (vf.group >= 0 && vt.group >= 0 && vf.group != vt.group) {
+        } else if (routing == Routing::adaptive && vf.group >= 0 && vt.group >= 0 && vf.group != vt.group) {
           slots = {pool(kGroupSends, vf.group, 2), pool(kGroupReceives, vt.group, 2)};
-        } else if (vf.group >= 0 && vf.group == vt.group) {
+        } else if (routing == Routing::adaptive && vf.group >= 0 && vf.group == vt.group) {
           slots = {pool(kSwitchSends, from, 2), pool(kSwitchReceives, to, 2)};
-        } else {
+        } else {  // torus links, and every dragonfly link under minimal routing: each link alone
           slots = {new_resource(false), -1};
         }
         for (int r : slots)
@@ -107,16 +108,16 @@ int rank_of(const DomainLayout& l, int domain, int position) {
   return domain * l.ranks_per_domain + position;
 }
 
-double shift_factor(const Topology& topo, const DomainLayout& l, int shift) {
-  LinkLoads loads(topo);
+double shift_factor(const Topology& topo, const DomainLayout& l, int shift, Routing routing) {
+  LinkLoads loads(topo, routing);
   for (int d = 0; d < l.domains; ++d)
     for (int p = 0; p < l.ranks_per_domain; ++p)
       loads.add(rank_of(l, d, p), rank_of(l, (d + shift) % l.domains, p), 1.0);
   return loads.factor();
 }
 
-double tree_factor(const Topology& topo, const DomainLayout& l) {
-  LinkLoads loads(topo);
+double tree_factor(const Topology& topo, const DomainLayout& l, Routing routing) {
+  LinkLoads loads(topo, routing);
   for (int d = 0; d < l.domains; ++d) {
     for (const auto& tree : select::nccl_dtree(l.domains, d)) {
       if (tree.up < 0) continue;
@@ -129,24 +130,24 @@ double tree_factor(const Topology& topo, const DomainLayout& l) {
   return loads.factor();
 }
 
-double pat_factor(const Topology& topo, const DomainLayout& l) {
+double pat_factor(const Topology& topo, const DomainLayout& l, Routing routing) {
   // Recursive doubling: phase k exchanges with the domain 2^k away and moves 2^k blocks.
   double weighted = 0, weights = 0;
   for (int shift = 1; shift < l.domains; shift *= 2) {
-    weighted += shift * shift_factor(topo, l, shift);
+    weighted += shift * shift_factor(topo, l, shift, routing);
     weights += shift;
   }
   return weights > 0 ? weighted / weights : 1.0;
 }
 
-double alltoall_factor(const Topology& topo, const DomainLayout& l) {
+double alltoall_factor(const Topology& topo, const DomainLayout& l, Routing routing) {
   // Beyond the budget each source routes every stride-th shift, offset by its own index, with weight
   // stride: every NIC still sends and receives about domains - 1 flows' worth, and the shifts a
   // switch sees are spread as in the full pattern.
   const long long flows = static_cast<long long>(l.domains) * (l.domains - 1) * l.ranks_per_domain;
   const int stride =
       static_cast<int>(std::max(1LL, (flows + kAlltoallRouteBudget - 1) / kAlltoallRouteBudget));
-  LinkLoads loads(topo);
+  LinkLoads loads(topo, routing);
   for (int a = 0; a < l.domains; ++a)
     for (int shift = 1 + a % stride; shift < l.domains; shift += stride)
       for (int p = 0; p < l.ranks_per_domain; ++p)
@@ -154,8 +155,8 @@ double alltoall_factor(const Topology& topo, const DomainLayout& l) {
   return loads.factor();
 }
 
-double boundary_factor(const Topology& topo, const DomainLayout& l) {
-  LinkLoads loads(topo);
+double boundary_factor(const Topology& topo, const DomainLayout& l, Routing routing) {
+  LinkLoads loads(topo, routing);
   for (int d = 0; d < l.domains; ++d) loads.add(rank_of(l, d, 0), rank_of(l, (d + 1) % l.domains, 0), 1.0);
   return loads.factor();
 }
@@ -170,16 +171,17 @@ DomainLayout domain_layout(const topologies::ClusterSpec& spec, int nodes, int g
   return l;
 }
 
-double contention_factor(const Topology& topo, const DomainLayout& layout, NetPattern pattern) {
+double contention_factor(const Topology& topo, const DomainLayout& layout, NetPattern pattern,
+                         Routing routing) {
   if (layout.domains < 1 || layout.ranks_per_domain < 1)
     throw std::invalid_argument("contention_factor: expected >= 1 domain and >= 1 rank per domain");
   if (layout.domains == 1) return 1.0;  // no network traffic
   switch (pattern) {
-    case NetPattern::ring: return shift_factor(topo, layout, 1);
-    case NetPattern::tree: return tree_factor(topo, layout);
-    case NetPattern::pat: return pat_factor(topo, layout);
-    case NetPattern::alltoall: return alltoall_factor(topo, layout);
-    case NetPattern::boundary: return boundary_factor(topo, layout);
+    case NetPattern::ring: return shift_factor(topo, layout, 1, routing);
+    case NetPattern::tree: return tree_factor(topo, layout, routing);
+    case NetPattern::pat: return pat_factor(topo, layout, routing);
+    case NetPattern::alltoall: return alltoall_factor(topo, layout, routing);
+    case NetPattern::boundary: return boundary_factor(topo, layout, routing);
   }
   return 1.0;
 }

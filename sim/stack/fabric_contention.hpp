@@ -31,6 +31,13 @@ enum class NetPattern {
 };
 inline constexpr int kNetPatterns = 5;
 
+// How the fabric spreads what a switch forwards. Fat trees spread over their equal-cost up/down
+// links either way (ECMP). On a dragonfly, adaptive routing (Slingshot, Aries) spreads a router's
+// traffic over all its local links (non-minimal detours through the group) and a group's over all
+// its global links; minimal routing sends each flow on the one route Topology::route gives, as
+// the SimGrid simulation (`collective --profile none`) does.
+enum class Routing { adaptive, minimal };
+
 struct DomainLayout {
   int domains = 1;           // NVLink domains (NCCL's nNodes)
   int ranks_per_domain = 1;  // GPUs of the communicator in one domain
@@ -43,7 +50,8 @@ DomainLayout domain_layout(const topologies::ClusterSpec& spec, int nodes, int g
 
 // The factor (>= 1) for one pattern. Alltoall routes about kAlltoallRouteBudget flows at most: beyond,
 // each source routes every s-th shift with weight s (deterministic, the same loads on average).
-double contention_factor(const topologies::Topology& topo, const DomainLayout& layout, NetPattern pattern);
+double contention_factor(const topologies::Topology& topo, const DomainLayout& layout, NetPattern pattern,
+                         Routing routing = Routing::adaptive);
 inline constexpr long long kAlltoallRouteBudget = 2'000'000;
 
 // The factors of one communicator, each computed on first use (routing an alltoall over thousands of

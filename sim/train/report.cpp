@@ -79,6 +79,7 @@ nlohmann::ordered_json to_json(const TrainResult& r, const RunLabel& label) {
   j["gpus"] = r.gpus;
   j["iteration_s"] = r9(r.iteration_s);
   j["compute_bound_s"] = r9(r.compute_bound_s);
+  j["tokens_per_iteration"] = r.tokens_per_iteration;
   j["tokens_per_s"] = r9(r.tokens_per_s);
   j["model_flops"] = r.model_flops;
   j["hardware_flops"] = r.hardware_flops;

@@ -138,6 +138,7 @@ TrainResult simulate_training(Simulator& sim, const TrainSetup& setup, CommCosts
   res.hardware_flops = fl.hardware;
   res.gpus = par.gpus();
   res.peak_flops = par.precision == workloads::Precision::fp8 ? setup.compute.peak_fp8_flops : setup.compute.peak_bf16_flops;
+  res.tokens_per_iteration = static_cast<double>(par.global_batch * par.seq);
   if (res.iteration_s > 0) {
     res.tokens_per_s = static_cast<double>(par.global_batch * par.seq) / res.iteration_s;
     res.model_tflops_per_gpu = fl.model / res.iteration_s / res.gpus / 1e12;

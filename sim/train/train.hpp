@@ -59,6 +59,7 @@ struct TrainResult {
   double compute_bound_s = 0;   // the largest compute-stream busy time of any rank: no iteration is faster
   double model_flops = 0;       // per iteration, all GPUs (3 passes)
   double hardware_flops = 0;    // + recomputation
+  double tokens_per_iteration = 0;  // global batch x sequence length
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;
   double hardware_tflops_per_gpu = 0;

@@ -40,3 +40,9 @@ commstack_cli_error_test(NAME topo_from_nccl_xml_needs_generation
 # A key written twice: JSON would keep the last one; the file says two things, so it is refused.
 commstack_cli_error_test(NAME topo.duplicate_key ARGS topo --cluster tests/cli/cluster-duplicate-key.json
   MATCH "cluster-duplicate-key.json: key \"nodes\" appears twice in the top-level object")
+# A dragonfly's contention under both routings: adaptive spreads the ring's router-to-router
+# traffic over a router's 15 local links (1x); minimal routes put the 4 channels leaving each
+# router's last node on the one local link to the next router, a quarter of the NICs' rate (4x,
+# the busbw `collective --profile none` simulates: 25 GB/s against 4 x 25 GB/s of NICs).
+commstack_cli_test(NAME topo.dragonfly_minimal_routing ARGS topo --cluster gh200-slingshot --nodes 64
+  MATCH "contention: +ring 1\\.00x.*adaptive routing.*minimal routes: +ring 4\\.00x")

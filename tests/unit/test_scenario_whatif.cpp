@@ -100,3 +100,28 @@ TEST_CASE("whatif: the report is byte-identical with 1 or 3 parallel processes, 
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
   CHECK(csv.rfind("variant,iteration_s,speedup,mfu,tokens_per_s,compute_s", 0) == 0);
 }
+
+// A variant with twice the global batch does twice the work per iteration: its iteration time is
+// longer, yet each token costs no more. The speedup compares time per token (the ratio of tokens/s)
+// and says so; a variant with the baseline's tokens keeps the per-iteration ratio.
+TEST_CASE("whatif: a variant with another global batch is compared per token, not per iteration") {
+  const auto w =
+      run(json::array({variant("batch x2", R"({"parallel": {"global_batch": 64}})"),
+                       variant("nic 100G", R"({"cluster": {"node": {"nics": {"bandwidth": "100Gbps"}}}})")}));
+  REQUIRE(w.rows.size() == 3);
+  const auto& base = w.rows[0];
+  const auto& batch = w.rows[1];
+  CHECK(batch.iteration_s > base.iteration_s);
+  CHECK(batch.per_token);
+  CHECK(batch.speedup == approx(batch.tokens_per_s / base.tokens_per_s)
+                             .epsilon(1e-7));  // the reports keep 9 decimals of seconds
+  CHECK(batch.speedup >=
+        1.0);  // more micro-batches amortise the pipeline and DP tail: never slower per token
+  CHECK_FALSE(w.rows[2].per_token);
+  CHECK(w.rows[2].speedup == base.iteration_s / w.rows[2].iteration_s);
+  const std::string text = sc::whatif_text(w);
+  CHECK(text.find("* per token (the ratio of tokens/s)") != std::string::npos);
+  const auto j = sc::whatif_json(w);
+  CHECK(j["runs"][1]["speedup_per"] == "token");
+  CHECK(j["runs"][2]["speedup_per"] == "iteration");
+}

@@ -128,7 +128,10 @@ TEST_CASE("topo: bad fields give one clear error naming origin, path and expecta
   CHECK(with("/node/nics/gpus", json::array({0, 7})) ==
         "cluster.json: /node/nics/gpus/1: NIC attached to GPU 7, but /node/gpus = 2 (expected 0..1)");
   CHECK(with("/fabric/kind", "hypercube").find("/fabric/kind: expected one of") != std::string::npos);
-  CHECK(with("/fabric/oversubscription", json::array({0.5})).find("/fabric/oversubscription/0: expected a down:up ratio >= 1") !=
+  CHECK(with("/fabric/oversubscription", json::array({0.5}))
+            .find("/fabric/oversubscription/0: expected a down:up ratio from 1") != std::string::npos);
+  CHECK(with("/fabric/oversubscription", json::array({1e300}))
+            .find("/fabric/oversubscription/0: expected a down:up ratio from 1 (non-blocking) to 1024") !=
         std::string::npos);
   CHECK(with("/nodse", 4) == "cluster.json: /nodse: unknown field (check the spelling; see docs/cluster-format.md)");
   CHECK(with("/fabric/dims", json::array({2, 2})) ==

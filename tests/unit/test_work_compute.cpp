@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "workloads/compute/compute_model.hpp"
+#include "workloads/compute/gpu_profile.hpp"
 
 using namespace commstack;
 using namespace commstack::workloads;
@@ -75,8 +76,15 @@ TEST_CASE("work: compute profile parser checks ranges, provenance and unknown fi
                                "efficency":{}})"), doctest::Contains("$.efficency: unknown field"), InputError);
   CHECK_THROWS_WITH_AS(parse(R"({"name":"x","provenance":"p","peak_bf16_flops":-1,"hbm_bytes_per_s":1e12,"memory_bytes":8e10})"),
                        doctest::Contains("$.peak_bf16_flops"), InputError);
-  CHECK_THROWS_WITH_AS(builtin_compute_profile("tpu"), doctest::Contains("known: a100-80gb"), InputError);
+  CHECK_THROWS_WITH_AS(builtin_compute_profile("tpu"),
+                       doctest::Contains("known: a100-40gb, a100-40gb-datasheet, a100-80gb"), InputError);
+  // Capacity: the datasheet's decimal GB (the NVML total's 7% beyond it is left to the runtime).
   CHECK(builtin_compute_profile("h200-sxm").memory_bytes == 141e9);
+  // The 40 GB A100 is not the 80 GB one: half the memory, HBM2 at 1555 GB/s.
+  CHECK(builtin_compute_profile_for_gpu("A100-SXM4-40GB") == "a100-40gb");
+  CHECK(builtin_compute_profile_for_gpu("A100-SXM4-80GB") == "a100-80gb");
+  CHECK(builtin_compute_profile("a100-40gb").memory_bytes == 40e9);
+  CHECK(builtin_compute_profile("a100-40gb").hbm_bytes_per_s == 1555e9);
 }
 
 TEST_CASE("work: the calibrated built-in profiles are the ones the reproductions fitted, with the same peaks") {
@@ -93,6 +101,7 @@ TEST_CASE("work: the calibrated built-in profiles are the ones the reproductions
     CHECK(b.peak_bf16_flops == f.peak_bf16_flops);
     CHECK(b.peak_fp8_flops == f.peak_fp8_flops);
     CHECK(b.hbm_bytes_per_s == f.hbm_bytes_per_s);
+    CHECK(b.memory_bytes == f.memory_bytes);
     CHECK(b.provenance.find(file) != std::string::npos);  // says where the numbers come from
     const ComputeProfile d = builtin_compute_profile(std::string(name) + "-datasheet");
     CHECK(d.eff_gemm == 1);

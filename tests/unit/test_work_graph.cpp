@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include "approx.hpp"
 
+#include "common/error.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/graph/generator.hpp"
 #include "workloads/graph/schedule.hpp"
@@ -189,7 +190,7 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   CHECK(g.communicators[static_cast<std::size_t>(emb[0]->communicator)].ranks == std::vector<int>{0, 4});
   // Without SP: all-reduce of b*s*h*2 after attention and MLP; PP messages are still the 1/t slice
   // (Megatron's scatter/gather), all-gathered back to b*s*h*2 over the TP group after each receive.
-  ParallelConfig q = cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})");
+  ParallelConfig q = cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":1,"micro_batch":2,"global_batch":8})");
   OpGraph g2 = generate_op_graph(m, q);
   for (const Op* op : ops_named(g2, 0, "tp.all_reduce.attn_out")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
   for (const Op* op : ops_named(g2, 0, "pp.send_activation")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
@@ -200,7 +201,8 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   for (const Op* op : gathers) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
   CHECK(ops_named(g2, 0, "pp.all_gather_grad").size() == 2);
   CHECK(ops_named(g, stage1, "pp.all_gather_activation").empty());  // SP: nothing to gather
-  // ZeRO-2: gradients reduce-scattered, parameters all-gathered, same total bytes (grads bf16, params bf16).
+  // ZeRO-1: gradients reduce-scattered once per iteration, parameters all-gathered, same total bytes
+  // (grads bf16, params bf16).
   double rs = 0, ag = 0;
   for (const Op* op : ops_named(g2, 0, "dp.grad_bucket")) {
     CHECK(op->collective == Collective::reduce_scatter);
@@ -209,6 +211,29 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   for (const Op* op : ops_named(g2, 0, "dp.param_gather")) ag += static_cast<double>(op->bytes);
   CHECK(rs == approx(2 * stage0).epsilon(1e-9));
   CHECK(ag == approx(rs));
+  // ZeRO-2 keeps only its shard of the gradients, so each of the m = 8 / (2 x dp 2) = 2 micro-batches
+  // reduce-scatters all of them (DeepSpeed stage 2); the parameters are gathered once after the step.
+  ParallelConfig z2 = cfg(m, R"({"tp":2,"pp":1,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})");
+  OpGraph g3 = generate_op_graph(m, z2);
+  CHECK(ops_named(g3, 0, "dp.grad_bucket").empty());
+  double rs2 = 0, ag2 = 0;
+  for (const Op& op : g3.ops) {
+    if (op.rank != 0) continue;
+    const std::string name = op.name;
+    if (name.rfind("zero2.reduce_scatter", 0) == 0) {
+      CHECK(op.collective == Collective::reduce_scatter);
+      rs2 += static_cast<double>(op.bytes);
+    }
+    if (name == "dp.param_gather") ag2 += static_cast<double>(op.bytes);
+  }
+  const double all_params = static_cast<double>(m.layers) *
+                                static_cast<double>(pc.attention_per_layer + pc.dense_mlp_per_layer) / t +
+                            static_cast<double>(pc.embedding) / t + static_cast<double>(pc.final_norm);
+  CHECK(ag2 == approx(2 * all_params).epsilon(1e-6));
+  CHECK(rs2 == approx(2 * 2 * all_params).epsilon(1e-6));
+  // And ZeRO-2 with pipeline stages is refused, as DeepSpeed does.
+  CHECK_THROWS_WITH_AS(cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})"),
+                       doctest::Contains("ZeRO-2 together with pipeline parallelism"), commstack::InputError);
 }
 
 TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k token copies") {

@@ -95,9 +95,11 @@ void parse_clos(ObjectReader& r, FabricSpec& f) {
       r.fail("oversubscription", fmt::format("an array of 1..{} down:up ratios >= 1 (leaf first)", max_len), o);
     }
     for (std::size_t i = 0; i < o.size(); ++i) {
-      if (!o[i].is_number() || !(o[i].get<double>() >= 1.0) || !std::isfinite(o[i].get<double>())) {
-        throw InputError(fmt::format("{}: {}/{}: expected a down:up ratio >= 1 (1 = non-blocking), got {}",
-                                     r.origin(), r.path_of("oversubscription"), i, schema::describe(o[i])));
+      // Beyond 1024:1 (one uplink per 1024 ports, more than any switch has) a ratio is a typo.
+      if (!o[i].is_number() || !(o[i].get<double>() >= 1.0) || !(o[i].get<double>() <= 1024.0)) {
+        throw InputError(
+            fmt::format("{}: {}/{}: expected a down:up ratio from 1 (non-blocking) to 1024, got {}",
+                        r.origin(), r.path_of("oversubscription"), i, schema::describe(o[i])));
       }
       f.oversubscription.push_back(o[i].get<double>());
     }

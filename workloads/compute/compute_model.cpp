@@ -46,24 +46,42 @@ struct Builtin {
   double bf16, fp8, hbm, mem;
   double tensor_eff, memory_eff;  // fraction of the tensor-core peak (gemm, attention) and of the HBM bandwidth
 };
-// Dense (no 2:4 sparsity) peaks and HBM from shared/research/hardware-specs.md. Efficiencies: fitted
+// Dense (no 2:4 sparsity) peaks and HBM from shared/research/hardware-specs.md. Memory capacity:
+// the datasheet's size in decimal GB (80 GB = 80e9 bytes = 74.5 GiB). The device has more (NVML
+// reports 81920 MiB on an A100 80GB, 81559 MiB on an H100: Modal's table of nvidia-smi totals,
+// thundergolfer.com/blog/nvidia-gpu-memory-capacity); the difference, 5.5 GiB (7%), is left to
+// what the memory estimate does not count: the CUDA context, NCCL's buffers, the caching
+// allocator's fragmentation (docs/workloads.md "Memory"). Efficiencies: fitted
 // on published training runs where the project has them (tests/unit/test_work_compute.cpp checks
 // they equal the profiles the reproductions write), 1 (the datasheet roofline) where it does not.
 constexpr Builtin kBuiltins[] = {
     {"a100-80gb",
-     "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s BF16 dense, HBM2e 2039 GB/s, 80 GB; tensor-core efficiency 0.691 and "
-     "HBM efficiency 0.667 fitted on Megatron-LM SC'21 Table 1 rows 1-3 (results/megatron-sc21-table1/a100-fitted.json)",
+     "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s BF16 dense, HBM2e 2039 GB/s, 80 GB; tensor-core "
+     "efficiency 0.691 and "
+     "HBM efficiency 0.667 fitted on Megatron-LM SC'21 Table 1 rows 1-3 "
+     "(results/megatron-sc21-table1/a100-fitted.json)",
      312e12, 0, 2039e9, 80e9, 0.691, 0.6674},
+    {"a100-40gb",
+     "NVIDIA A100 SXM4 40GB datasheet: 312 TFLOP/s BF16 dense, HBM2 1555 GB/s, 40 GB; efficiencies of the "
+     "a100-80gb "
+     "profile (same GA100 chip; the HBM fraction carried over to HBM2, not measured)",
+     312e12, 0, 1555e9, 40e9, 0.691, 0.6674},
     {"h100-sxm5",
-     "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s BF16 dense, 1978.9 FP8, HBM3 3.35 TB/s, 80 GB; tensor-core efficiency "
-     "0.5247 and HBM efficiency 0.624 fitted on the NeMo 24.07 DGX-H100 FP8 rows GPT3-5B, LLAMA2-7B, LLAMA3-8B "
-     "(results/nemo-24.07-h100/h100-fitted.json); BF16 GEMMs assumed to reach the same fraction of the BF16 peak",
+     "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s BF16 dense, 1978.9 FP8, HBM3 3.35 TB/s, 80 GB; tensor-core "
+     "efficiency "
+     "0.5247 and HBM efficiency 0.624 fitted on the NeMo 24.07 DGX-H100 FP8 rows GPT3-5B, LLAMA2-7B, "
+     "LLAMA3-8B "
+     "(results/nemo-24.07-h100/h100-fitted.json); BF16 GEMMs assumed to reach the same fraction of the BF16 "
+     "peak",
      989.4e12, 1978.9e12, 3.35e12, 80e9, 0.5247, 0.624},
     {"h200-sxm",
-     "NVIDIA H200 SXM: H100 compute, 141 GB HBM3e at 4.8 TB/s; efficiencies of the H100 profile (same GH100 chip; "
+     "NVIDIA H200 SXM: H100 compute, 141 GB HBM3e at 4.8 TB/s; efficiencies of the H100 profile (same GH100 "
+     "chip; "
      "the HBM fraction carried over to HBM3e, not measured)",
      989.4e12, 1978.9e12, 4.8e12, 141e9, 0.5247, 0.624},
-    {"b200", "NVIDIA B200 (HGX, 1000 W): 2250 TFLOP/s BF16 dense, 4500 FP8, 8 TB/s, 180 GB usable; efficiency uncalibrated",
+    {"b200",
+     "NVIDIA B200 (HGX, 1000 W): 2250 TFLOP/s BF16 dense, 4500 FP8, 8 TB/s, 180 GB usable; efficiency "
+     "uncalibrated",
      2250e12, 4500e12, 8e12, 180e9, 1, 1},
 };
 constexpr const char* kDatasheetSuffix = "-datasheet";

@@ -388,17 +388,22 @@ private:
     column_parallel_backward("qkv.bwd_input", "qkv.bwd_weight", h, (qw + 2 * kvw) / t_, "tp.all_gather.attn_in", "tp.reduce_scatter.attn_in_grad",
                              "tp.all_reduce.attn_in_grad", mb, l, chunk);
     const int last = streaming("layernorm.attn_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
-    if (p_.zero == 3) {
-      // FSDP / ZeRO-3 reduce-scatters each layer's gradients as soon as its backward is done.
+    if (p_.zero >= 2) {
+      // ZeRO-2 and FSDP / ZeRO-3 keep only their shard of the gradients, so every micro-batch
+      // reduce-scatters each layer's gradients as soon as its backward is done (DeepSpeed's
+      // stage 2 reduces during every micro-step's backward); nothing is left for the step.
+      const char* name = p_.zero == 3 ? "zero3.reduce_scatter_grads" : "zero2.reduce_scatter_grads";
+      const char* expert_name =
+          p_.zero == 3 ? "zero3.reduce_scatter_expert_grads" : "zero2.reduce_scatter_expert_grads";
       if (p_.dp * p_.cp > 1) {
         grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, dp_comm_,
-                                       p_.grad_bytes * layer_dense_params(l), "zero3.reduce_scatter_grads", B, mb, l,
-                                       chunk, false, {last}));
+                                       p_.grad_bytes * layer_dense_params(l), name, B, mb, l, chunk, false,
+                                       {last}));
       }
       if (layer_expert_params(l) > 0 && edp_size() > 1) {
         grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, edp_comm_,
-                                       p_.grad_bytes * layer_expert_params(l), "zero3.reduce_scatter_expert_grads", B,
-                                       mb, l, chunk, false, {last}));
+                                       p_.grad_bytes * layer_expert_params(l), expert_name, B, mb, l, chunk,
+                                       false, {last}));
       }
     }
     if (mb == p_.micro_batches() - 1) layer_done_[l] = last;
@@ -443,6 +448,22 @@ private:
     }
   }
 
+  // The output layer's gradients this rank holds (the final norm, and the output projection unless
+  // it is the embedding's, tied on the same stage).
+  double output_grad_params() const {
+    const double out = m_.tied_embeddings ? (p_.pp > 1 ? static_cast<double>(m_.vocab * m_.hidden) : 0)
+                                          : static_cast<double>(pc_.output);
+    return out / t_ + static_cast<double>(pc_.final_norm);
+  }
+
+  // ZeRO-2: the embedding's and the output layer's gradients, reduce-scattered every micro-batch
+  // like the layers' (layer_backward).
+  void zero2_reduce_scatter(double params, const char* name, int mb, int chunk) {
+    if (p_.zero != 2 || p_.dp * p_.cp <= 1 || params <= 0) return;
+    grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, dp_comm_, p_.grad_bytes * params,
+                                   name, Phase::backward, mb, -1, chunk, false, {last_compute_}));
+  }
+
   void backward_step(int mb, int chunk) {
     const int vs = virtual_stage(chunk);
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
@@ -459,12 +480,15 @@ private:
       gemm("logits.bwd", tokens_, h, V / t_, 2, B, mb, -1, chunk);
       tp_reduce("tp.reduce_scatter.logits_in_grad", "tp.all_reduce.logits_in_grad", B, mb, -1, chunk);
       if (mb == p_.micro_batches() - 1) output_done_ = last_compute_;
+      zero2_reduce_scatter(output_grad_params(), "zero2.reduce_scatter_output_grads", mb, chunk);
     }
     for (std::int64_t l = r.last - 1; l >= r.first; --l) layer_backward(l, mb, chunk);
     if (first_virtual(chunk)) {
       tp_gather("tp.all_gather.embedding_grad", B, mb, -1, chunk);
       compute("embedding.bwd", ComputeClass::elementwise, 0, hidden_bytes_, B, mb, -1, chunk);
       if (mb == p_.micro_batches() - 1) embedding_done_ = last_compute_;
+      zero2_reduce_scatter(static_cast<double>(pc_.embedding) / t_, "zero2.reduce_scatter_embedding_grads",
+                           mb, chunk);
     } else {
       const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
       send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb, -1, chunk,
@@ -495,9 +519,7 @@ private:
           b.chunk = c;
         };
         if (last_virtual(c)) {
-          const double out = m_.tied_embeddings ? (p_.pp > 1 ? static_cast<double>(m_.vocab * m_.hidden) : 0)
-                                                : static_cast<double>(pc_.output);
-          b.dense += out / t_ + static_cast<double>(pc_.final_norm);
+          b.dense += output_grad_params();
           b.ready = output_done_;
         }
         for (std::int64_t l = r.last - 1; l >= r.first; --l) {
@@ -516,7 +538,9 @@ private:
     std::vector<int> before_step = grad_ops_;
     const Phase O = Phase::optimizer;
     const Collective reduce = p_.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-    for (const Bucket& b : buckets) {
+    // ZeRO-2 reduced every micro-batch's gradients during the backward; its buckets only gather
+    // the updated parameters after the step.
+    for (const Bucket& b : p_.zero == 2 ? std::vector<Bucket>{} : buckets) {
       const int dep = p_.overlap_grad_reduce && b.ready >= 0 ? b.ready : final_compute;
       if (b.dense > 0 && p_.dp * p_.cp > 1) {
         before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,

@@ -164,6 +164,10 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
   if (p.zero == 3 && p.pp > 1) bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
+  // DeepSpeed's pipeline engine refuses ZeRO-2 too (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
+  // incompatible with pipeline parallelism"); Megatron has no ZeRO-2.
+  if (p.zero == 2 && p.pp > 1)
+    bad("zero", "ZeRO-2 together with pipeline parallelism is not supported (as in DeepSpeed)");
 }
 
 LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
