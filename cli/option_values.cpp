@@ -26,6 +26,12 @@ bool parse_on_off(const std::string& text, const std::string& flag) {
   throw InputError(fmt::format("{}: unknown '{}'; expected on or off", flag, text));
 }
 
+double grad_bytes_option(const std::string& text) {
+  if (text == "bf16") return 2;
+  if (text == "fp32") return 4;
+  throw InputError(fmt::format("--grad-dtype: unknown '{}'; expected bf16 or fp32", text));
+}
+
 bool parse_nccl_switch(const std::string& text, const std::string& flag) {
   if (text == "on" || text == "1") return true;
   if (text == "off" || text == "0") return false;

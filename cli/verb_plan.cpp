@@ -33,7 +33,8 @@ struct PlanCliOptions {
   std::string recompute = "none,selective,full", sequence_parallel = "on,off";
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
-  std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", overlap_grad_reduce = "on", compute_profile, channels = "auto", fidelity = "auto";
+  std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", overlap_grad_reduce = "on",
+              grad_dtype = "bf16", compute_profile, channels = "auto", fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -110,6 +111,7 @@ void run(const PlanCliOptions& o) {
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
   s.tp_backward_overlap = parse_on_off(o.tp_backward_overlap, "--tp-backward-overlap");
   s.overlap_grad_reduce = parse_on_off(o.overlap_grad_reduce, "--overlap-grad-reduce");
+  s.grad_bytes = grad_bytes_option(o.grad_dtype);
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
@@ -180,6 +182,9 @@ void register_plan(CLI::App& app) {
                   "gradient blocks instead of overlapping the weight-gradient GEMM)");
   sub->add_option("--overlap-grad-reduce", opts->overlap_grad_reduce,
                   "on (default): DP gradient buckets reduce during the backward; off: after it (Megatron-LM 2021-22)");
+  sub->add_option("--grad-dtype", opts->grad_dtype,
+                  "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
+                  "--accumulate-allreduce-grads-in-fp32)");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--tp", opts->tp, "TP degrees to try, e.g. 1,2,4,8 (default: divisors of the heads up to --max-tp)");
   sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");

@@ -107,6 +107,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
   par.attention = space.attention;
   par.tp_backward_overlap = space.tp_backward_overlap;
   par.overlap_grad_reduce = space.overlap_grad_reduce;
+  par.grad_bytes = space.grad_bytes;
   for (int vs : or_default(space.vs, vss)) {
     par.virtual_stages = vs;
     par.schedule =

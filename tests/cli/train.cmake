@@ -62,3 +62,15 @@ commstack_cli_error_test(NAME train.bad_overlap_grad_reduce
 commstack_cli_test(NAME train.megatron_2021_overlaps_off
   ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --global-batch 8 --tp-backward-overlap off --overlap-grad-reduce off
   MATCH "tp-backward-overlap off overlap-grad-reduce off")
+# The B200 profile has no published training run behind it (efficiency 1): train says so.
+commstack_cli_test(NAME train.uncalibrated_profile_note
+  ARGS train --cluster hgx-b200 --nodes 1 --model megatron-1.7b --tp 1 --zero 1 --global-batch 8
+  MATCH "commstack: note: compute profile b200 is uncalibrated \\(efficiency 1")
+# fp32 gradients (Megatron-LM's bf16 runs) double the gradient memory: 7B / 8 ZeRO-1 ranks keep
+# all 6.74e9 gradients, 4 bytes each = 25.10 GiB (bf16: 12.55).
+commstack_cli_test(NAME train.grad_dtype_fp32
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama2-7b --tp 1 --zero 1 --global-batch 64 --grad-dtype fp32
+  MATCH "memory per GPU +[0-9.]+ GiB \\(stage 0: weights 12\\.55, grads 25\\.10,")
+commstack_cli_error_test(NAME train.grad_dtype_unknown
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama2-7b --grad-dtype fp16
+  MATCH "--grad-dtype: unknown 'fp16'; expected bf16 or fp32")

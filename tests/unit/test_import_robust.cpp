@@ -11,6 +11,8 @@
 
 #include <zlib.h>
 
+#include <fmt/format.h>
+
 #include "common/error.hpp"
 #include "workloads/importers/kineto.hpp"
 #include "workloads/importers/load_trace.hpp"
@@ -154,6 +156,30 @@ TEST_CASE("import robustness: an NCCL log line whose device index overflows an i
   CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.log"),
                        doctest::Contains("rank-0.log:1: a number in the COLL line is out of range"),
                        InputError);
+}
+
+TEST_CASE("import robustness: an NCCL log's root or peer outside its communicator names the line") {
+  const auto d = temp_dir("nccl-root");
+  const auto line = [](const char* op, int root) {
+    return fmt::format(
+        "h:1:2 [0] NCCL INFO {}: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root {} "
+        "comm 0x3 [nranks=2] stream 0x4\n",
+        op, root);
+  };
+  write(d + "/rank-0.log", line("AllReduce", 0) + line("Broadcast", 7));
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/rank-0.log"),
+      doctest::Contains(
+          "rank-0.log:2: Broadcast root 7 is not a rank of its communicator (nranks=2); expected 0-1"),
+      InputError);
+  write(d + "/rank-0.log", line("Send", -1));
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.log"),
+                       doctest::Contains("rank-0.log:1: Send peer -1 is not a rank"), InputError);
+  // A line that mentions opCount but is no readable COLL line is skipped, and the warning says where.
+  write(d + "/rank-0.log", line("AllReduce", 0) + "h:1:2 [0] NCCL INFO AllReduce: opCount 1 count -5\n");
+  const auto t = importers::load_trace(d + "/rank-0.log");
+  CHECK(has_warning(t, "1 line(s) mentioning opCount are not COLL lines this reader can read"));
+  CHECK(has_warning(t, "rank-0.log:2"));
 }
 
 TEST_CASE("import robustness: a call the ranks disagree on (collective or size) keeps its traced duration") {

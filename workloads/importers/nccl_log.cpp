@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
@@ -60,6 +61,7 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
   static const std::regex mnnvl(R"( MNNVL (\d+))");
   LogLines out;
   long long unparsed = 0;
+  std::vector<std::string> unparsed_at;  // the first few, for the warning
   for (const auto& path : files) {
     check_input_file(path, "NCCL log");
     std::ifstream in(path);
@@ -89,6 +91,12 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         l.line_no = no;
         l.file = path;
         if (l.nranks < 1 || l.nranks > (1 << 24)) throw InputError(fmt::format("{}:{}: nranks={} out of range", path, no, l.nranks));
+        // A rooted call's root, or a send/recv's peer, is a rank of the communicator.
+        const bool rooted = l.op == "Broadcast" || l.op == "Reduce";
+        if ((rooted || l.op == "Send" || l.op == "Recv") && (l.root < 0 || l.root >= l.nranks))
+          throw InputError(
+              fmt::format("{}:{}: {} {} {} is not a rank of its communicator (nranks={}); expected 0-{}",
+                          path, no, l.op, rooted ? "root" : "peer", l.root, l.nranks, l.nranks - 1));
         // count x element size x ranks must not wrap: no call moves 2^50 elements (a mangled line).
         if (l.count > (std::uint64_t{1} << 50))
           throw InputError(fmt::format("{}:{}: count {} is out of range (expected at most 2^50 elements)",
@@ -106,7 +114,7 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         if (std::smatch mm; std::regex_search(text, mm, mnnvl))
           t.multi_node_nvlink = t.multi_node_nvlink.value_or(false) || mm[1].str() != "0";
       } else if (text.find("opCount") != std::string::npos) {
-        ++unparsed;
+        if (++unparsed <= 3) unparsed_at.push_back(fmt::format("{}:{}", path, no));
       }
     }
   }
@@ -115,7 +123,12 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
                                  "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL",
                                  files.front()));
   }
-  if (unparsed > 0) t.warnings.push_back(fmt::format("{} line(s) mentioning opCount could not be read and were skipped", unparsed));
+  if (unparsed > 0)
+    t.warnings.push_back(
+        fmt::format("{} line(s) mentioning opCount are not COLL lines this reader can read (a "
+                    "malformed count or field, or a line cut by another process's output) and were "
+                    "skipped: {}{}",
+                    unparsed, fmt::join(unparsed_at, ", "), unparsed > 3 ? ", ..." : ""));
   return out;
 }
 
