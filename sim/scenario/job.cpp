@@ -5,6 +5,7 @@
 #include "sim/scenario/job.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -45,6 +46,16 @@ std::string type_name(const json& v) {
   return v.type_name();
 }
 
+// A file the job names: its own errors (a directory, unreadable, malformed) say which field of
+// which scenario named it.
+json read_referenced_file(const std::string& path, std::string_view what, const JsonPlace& at) {
+  try {
+    return workloads::read_json_file(path, what);
+  } catch (const InputError& e) {
+    fail(at, e.what());
+  }
+}
+
 // A cluster given by name (preset) or path, as its full JSON description.
 json resolve_cluster(const json& v, const JsonPlace& at) {
   if (v.is_object()) return v;
@@ -59,7 +70,7 @@ json resolve_cluster(const json& v, const JsonPlace& at) {
     fail(at,
          fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
   }
-  return workloads::read_json_file(name, "cluster file");
+  return read_referenced_file(name, "cluster file", at);
 }
 
 // A model given by built-in name or path, as its JSON description.
@@ -77,7 +88,7 @@ json resolve_model_json(const json& v, const JsonPlace& at) {
     fail(at, fmt::format("'{}' is neither a built-in model ({}) nor an existing file", name,
                          fmt::join(workloads::builtin_model_names(), ", ")));
   }
-  return workloads::read_json_file(name, "model file");
+  return read_referenced_file(name, "model file", at);
 }
 
 std::string order_string(const std::vector<workloads::Dim>& order) {
@@ -138,10 +149,12 @@ json complete_comm(const json& v, const JsonPlace& at) {
            "fabric); the comm knobs that change the simulation are channels and fidelity");
     }
     if (key == "channels") {
+      // A whole float (2.0) is the integer, as in every other integer field.
+      const bool number = val.is_number() && std::floor(val.get<double>()) == val.get<double>();
       const bool ok = (val.is_string() && val.get<std::string>() == "auto") ||
-                      (val.is_number_integer() && val.get<long long>() >= 1 && val.get<long long>() <= 64);
+                      (number && val.get<double>() >= 1 && val.get<double>() <= 64);
       if (!ok) fail(here, fmt::format("expected \"auto\" or an integer 1..64, got {}", val.dump()));
-      out["channels"] = val;
+      out["channels"] = number ? json(static_cast<int>(val.get<double>())) : val;
     } else if (key == "fidelity") {
       if (!val.is_string())
         fail(here, fmt::format("expected \"auto\", \"chunk\", \"step\" or \"edge\", got {}", val.dump()));

@@ -196,7 +196,10 @@ Profile profile_from_json(const json& doc, const std::string& origin) {
   if (get_string(doc, "format", origin, "$") != "commstack-profile/1")
     bad(origin, "$.format", "expected \"commstack-profile/1\"");
   const double sm = get_number(doc, "sm", origin, "$");
-  Profile p = prior_profile(static_cast<int>(sm));  // also rejects unknown generations
+  if (sm != 70 && sm != 80 && sm != 90 && sm != 100)
+    bad(origin, "$.sm",
+        fmt::format("is {}; expected the GPU's compute capability x 10: 70, 80, 90 or 100", sm));
+  Profile p = prior_profile(static_cast<int>(sm));
   p.origin = origin;
   p.name = get_string(doc, "name", origin, "$");
   p.description = get_string(doc, "description", origin, "$", false);
@@ -319,6 +322,9 @@ Profile load_profile(const std::string& name_or_path, std::string_view option) {
   const bool bare = name_or_path.find('/') == std::string::npos && path.extension() != ".json";
   if (bare) {
     if (auto p = shipped_profile(name_or_path)) return *p;
+    // A bare name that exists on disk (a directory, say) is a path: its own error says why.
+    if (std::filesystem::exists(path))
+      return profile_from_text(read_input_file(name_or_path, "profile"), name_or_path);
     std::string known;
     for (const auto& [stem, text] : embedded_profile_files())
       known += fmt::format("{}{}", known.empty() ? "" : ", ", stem);

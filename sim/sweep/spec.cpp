@@ -1,5 +1,6 @@
 #include "sim/sweep/spec.hpp"
 
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -53,7 +54,13 @@ Axis read_axis(const std::string& path, const ojson& values, const json& base, c
   std::set<std::string> seen;
   for (const auto& v : values) {
     const json value(v);  // the job is unordered JSON; values compare by content
-    if (unique && !seen.insert(value.dump()).second) {
+    // 2 and 2.0 are one value: integer fields take a whole float as that integer.
+    const bool whole = value.is_number_float() && std::isfinite(value.get<double>()) &&
+                       std::floor(value.get<double>()) == value.get<double>() &&
+                       std::fabs(value.get<double>()) < 9e15;
+    const std::string key =
+        whole ? std::to_string(static_cast<long long>(value.get<double>())) : value.dump();
+    if (unique && !seen.insert(key).second) {
       throw InputError(fmt::format("{}: the value {} appears twice (each point must be distinct)", where, value.dump()));
     }
     axis.values.push_back(value);

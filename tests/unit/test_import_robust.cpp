@@ -243,6 +243,8 @@ TEST_CASE("import robustness: a Chakra node with a field it cannot read names th
             .find(R"("comm_size" is -8: expected a value >= 0)") != std::string::npos);
   CHECK(error_of(ok_top, R"("NodeType": 5, "comm_src": 0, "comm_dst": 2, "comm_size": 8)")
             .find(R"(node Id 3: "comm_dst" is 2: expected a rank below 2)") != std::string::npos);
+  CHECK(error_of(ok_top, R"("NodeType": 4, "data_deps": [3])").find("node Id 3 depends on itself") !=
+        std::string::npos);
   for (const char* ngpus : {"0", "-3", "\"2\"", "2.5"}) {
     CAPTURE(ngpus);
     CHECK(error_of(std::string(R"("ngpus": )") + ngpus + ", ", R"("NodeType": 4)")

@@ -98,6 +98,9 @@ TEST_CASE("sweep: malformed sweep files give one error naming the field") {
         "sweep.json: /grid/parallel.tp: expected a non-empty array of values, got number");
   CHECK(error_of(std::string("{") + kBase + R"(, "grid": {"parallel.tp": [2, 4, 2]}})") ==
         "sweep.json: /grid/parallel.tp: the value 2 appears twice (each point must be distinct)");
+  // 2.0 is the integer 2 to every integer field, so it repeats 2.
+  CHECK(error_of(std::string("{") + kBase + R"(, "grid": {"parallel.tp": [2, 2.0]}})") ==
+        "sweep.json: /grid/parallel.tp: the value 2.0 appears twice (each point must be distinct)");
   CHECK(error_of(std::string("{") + kBase + R"(, "grid": {"parallel..tp": [2]}})").find("has an empty segment") !=
         std::string::npos);
   CHECK(error_of(std::string("{") + kBase + R"(, "gird": {"parallel.tp": [2]}})") ==

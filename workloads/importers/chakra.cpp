@@ -245,6 +245,9 @@ void build_rank(FileNodes& fn, int world, const std::vector<int>& world_ranks, R
   }
   for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
     for (std::int64_t d : fn.nodes[i].deps) {
+      if (d == fn.nodes[i].id)
+        throw InputError(
+            fmt::format("{}: node Id {} depends on itself; expected the Ids of other nodes", fn.path, d));
       auto it = local.find(d);
       if (it == local.end())
         ++missing_deps;

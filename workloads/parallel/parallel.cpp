@@ -109,7 +109,12 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   };
   if (p.seq == 0) p.seq = m.seq;
   if (gpus > 0 && p.gpus() != gpus) {
-    bad("tp", fmt::format("tp*pp*dp*cp = {}*{}*{}*{} = {} but the cluster has {} GPUs", p.tp, p.pp, p.dp, p.cp, p.gpus(), gpus));
+    // Named under dp: the factor usually derived from the others, and the one to change.
+    const long long rest = static_cast<long long>(p.tp) * p.pp * p.cp;
+    bad("dp", fmt::format("tp*pp*dp*cp = {}*{}*{}*{} = {} but the cluster has {} GPUs{}", p.tp, p.pp, p.dp,
+                          p.cp, p.gpus(), gpus,
+                          gpus % rest == 0 ? fmt::format(" (expected dp = {})", gpus / rest)
+                                           : fmt::format(" (no multiple of tp*pp*cp = {})", rest)));
   }
   if (m.heads % p.tp != 0) bad("tp", fmt::format("{} does not divide the {} attention heads of {}", p.tp, m.heads, m.name));
   // Megatron-Core shards whole K/V groups (num_query_groups % tp == 0); no K/V replication.
