@@ -69,8 +69,8 @@ std::string whatif_text(const WhatifResult& w) {
     line(fmt::format("{:<{}}  {:>11}  {:>8}  {:>6}  {:>12}  {}", "variant", width, "iteration s", "speedup", "MFU",
                      "tokens/s", "moved most (vs baseline)"));
     for (const auto& r : w.rows) {
-      line(fmt::format("{:<{}}  {:>11.3f}  {:>7.3f}{}  {:>5.1f}%  {:>12.0f}  {}", r.name, width,
-                       r.iteration_s, r.speedup, r.per_token ? "*" : " ", 100 * r.mfu, r.tokens_per_s,
+      line(fmt::format("{:<{}}  {:>11.3f}  {:>8.3f}{:1} {:>5.1f}%  {:>12.0f}  {}", r.name, width,
+                       r.iteration_s, r.speedup, r.per_token ? "*" : "", 100 * r.mfu, r.tokens_per_s,
                        &r == &base ? "-" : moved_text(r, u)));
     }
     if (std::any_of(w.rows.begin(), w.rows.end(), [](const WhatifRow& r) { return r.per_token; })) {
