@@ -46,3 +46,6 @@ commstack_cli_error_test(NAME topo.duplicate_key ARGS topo --cluster tests/cli/c
 # the busbw `collective --profile none` simulates: 25 GB/s against 4 x 25 GB/s of NICs).
 commstack_cli_test(NAME topo.dragonfly_minimal_routing ARGS topo --cluster gh200-slingshot --nodes 64
   MATCH "contention: +ring 1\\.00x.*adaptive routing.*minimal routes: +ring 4\\.00x")
+# A misspelt required key ("dim" for "dims") is named as the likely culprit, not only as missing.
+commstack_cli_error_test(NAME topo.misspelt_required_key ARGS topo --cluster tests/cli/cluster-misspelt-dims.json
+  MATCH "/fabric/dims: missing required field \\(the object has \"dim\": a misspelling of \"dims\"\\?\\)")

@@ -1,6 +1,8 @@
 #include "topologies/schema/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,24 @@ std::string describe(const nlohmann::json& value) {
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return fmt::format("{} {}", value.type_name(), text);
 }
+
+namespace {
+// Levenshtein distance of two short keys (insertions, deletions, substitutions).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
 
 int to_int(const nlohmann::json& value, const std::string& origin, const std::string& path, int min, int max) {
   const std::string expected = fmt::format("an integer in [{}, {}]", min, max);
@@ -44,7 +64,17 @@ void ObjectReader::fail_message(const std::string& key, const std::string& messa
 }
 
 const nlohmann::json& ObjectReader::raw(const std::string& key) {
-  if (!doc_.contains(key)) fail_message(key, "missing required field");
+  if (!doc_.contains(key)) {
+    // A key of the object that nothing has read and that is one or two edits from the missing
+    // one ("dim" for "dims", "nodse" for "nodes") is most likely it, misspelt: say so.
+    for (auto it = doc_.begin(); it != doc_.end(); ++it) {
+      if (!used_.contains(it.key()) && edit_distance(it.key(), key) <= 2)
+        fail_message(key,
+                     fmt::format("missing required field (the object has \"{}\": a misspelling of \"{}\"?)",
+                                 it.key(), key));
+    }
+    fail_message(key, "missing required field");
+  }
   used_.insert(key);
   return doc_.at(key);
 }

@@ -540,7 +540,8 @@ private:
     const Collective reduce = p_.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
     // ZeRO-2 reduced every micro-batch's gradients during the backward; its buckets only gather
     // the updated parameters after the step.
-    for (const Bucket& b : p_.zero == 2 ? std::vector<Bucket>{} : buckets) {
+    for (const Bucket& b : buckets) {
+      if (p_.zero == 2) break;
       const int dep = p_.overlap_grad_reduce && b.ready >= 0 ? b.ready : final_compute;
       if (b.dense > 0 && p_.dp * p_.cp > 1) {
         before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,
