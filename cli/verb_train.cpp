@@ -95,11 +95,10 @@ void run(const TrainOptions& o) {
   if (o.dp.empty()) par.dp = derived_dp(par, topo.gpu_count());
   par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
                                             : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
-  // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128) when
-  // TP does not divide it (GPT-3's 50257 becomes 51200 at TP8); do the same and say so.
-  if (model.vocab % par.tp != 0) {
-    const std::int64_t multiple = 128LL * par.tp;
-    const std::int64_t padded = (model.vocab + multiple - 1) / multiple * multiple;
+  // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128,
+  // GPT-3's 50257 becomes 51200 at TP8); do the same and say so.
+  if (const std::int64_t padded = workloads::megatron_padded_vocab(model.vocab, par.tp);
+      padded != model.vocab) {
     fmt::print(stderr, "commstack: note: vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)\n",
                model.name, model.vocab, padded);
     model.vocab = padded;

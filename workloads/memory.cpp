@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "workloads/rank_params.hpp"
 
 namespace commstack::workloads {
 
@@ -61,7 +62,6 @@ const StageMemory& MemoryEstimate::worst() const {
 }
 
 MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
-  const ParamCount pc = count_params(m);
   const double t = par.tp;
   const double n_dense = static_cast<double>(par.dp) * par.cp;                       // dense grads: DP x CP
   const double n_expert = static_cast<double>(par.tp) * par.dp * par.cp / par.ep;  // expert-DP group
@@ -73,27 +73,16 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
     for (int c = 0; c < par.virtual_stages; ++c) {
       LayerRange r = stage_layers(m, par, stage, c);
       for (std::int64_t l = r.first; l < r.last; ++l) {
-        double layer_dense = static_cast<double>(pc.attention_per_layer) / t;
-        double layer_expert = 0;
-        if (m.is_moe_layer(l)) {
-          layer_dense += static_cast<double>(pc.moe_mlp_per_layer - pc.expert_per_layer) / t;
-          layer_expert = static_cast<double>(pc.expert_per_layer) / par.ep;
-        } else {
-          layer_dense += static_cast<double>(pc.dense_mlp_per_layer) / t;
-        }
+        const double layer_dense = layer_dense_params_on_rank(m, l, par.tp);
+        const double layer_expert = layer_expert_params_on_rank(m, l, par.ep);
         dense += layer_dense;
         expert += layer_expert;
         largest_layer = std::max(largest_layer, layer_dense + layer_expert);
         acts += activation_bytes_per_layer(m, par, l);
       }
     }
-    if (stage == 0) dense += static_cast<double>(pc.embedding) / t;
-    if (stage == par.pp - 1) {
-      // The last stage holds the output layer; with tied embeddings and pp > 1 Megatron keeps a
-      // copy of the word embeddings there.
-      dense += static_cast<double>(m.tied_embeddings ? (par.pp > 1 ? m.vocab * m.hidden : 0) : pc.output) / t;
-      dense += static_cast<double>(pc.final_norm);
-    }
+    if (stage == 0) dense += embedding_params_on_rank(m, par.tp);
+    if (stage == par.pp - 1) dense += output_params_on_rank(m, par.pp, par.tp);
     sm.params_dense = static_cast<std::int64_t>(dense);
     sm.params_expert = static_cast<std::int64_t>(expert);
     const int z = par.zero;

@@ -48,6 +48,11 @@ ParamCount count_params(const ModelSpec& m) {
   return p;
 }
 
+std::int64_t megatron_padded_vocab(std::int64_t vocab, int tp) {
+  const std::int64_t multiple = 128LL * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
 ModelSpec parse_model(const nlohmann::json& j, const std::string& where) {
   JsonFields f(j, where, "$");
   ModelSpec m;

@@ -67,6 +67,11 @@ struct ParamCount {
 };
 ParamCount count_params(const ModelSpec& m);
 
+// Megatron's --make-vocab-size-divisible-by 128 (its default, and NeMo's): the embedding and the
+// output layer are sized to the vocabulary rounded up to a multiple of 128 x TP, whatever TP is
+// (Llama-3's 128256 becomes 129024 at TP 8, GPT-3's 50257 becomes 50304 at TP 1).
+std::int64_t megatron_padded_vocab(std::int64_t vocab, int tp);
+
 // Parses one model object. `where` names the input in error messages (file or built-in name).
 ModelSpec parse_model(const nlohmann::json& j, const std::string& where);
 // Loads a model from a JSON file.

@@ -35,10 +35,7 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 }
 
 ModelSpec pad_vocab_for_tp(ModelSpec model, int tp) {
-  if (model.vocab % tp != 0) {
-    const std::int64_t multiple = 128LL * tp;
-    model.vocab = (model.vocab + multiple - 1) / multiple * multiple;
-  }
+  model.vocab = workloads::megatron_padded_vocab(model.vocab, tp);
   return model;
 }
 

@@ -64,7 +64,7 @@ struct Rejected {
 };
 
 // Megatron's --make-vocab-size-divisible-by 128: the vocabulary padded to a multiple of 128 x tp
-// when tp does not divide it (the same rule `commstack train` applies).
+// (workloads::megatron_padded_vocab, the rule `commstack train` applies).
 workloads::ModelSpec pad_vocab_for_tp(workloads::ModelSpec model, int tp);
 
 // Enumerates `space` for `gpus` GPUs in nodes of `gpus_per_node`, keeping those that pass

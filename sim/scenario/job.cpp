@@ -425,11 +425,9 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
   workloads::ModelSpec model = workloads::parse_model(job.at("model"), model_where);
   const std::string par_where = at.at("parallel").str();
   workloads::ParallelConfig par = workloads::parse_parallel(job.at("parallel"), par_where);
-  // Megatron pads the vocabulary to a multiple of 128 x TP when TP does not divide it, as
-  // `commstack train` does (cli/verb_train.cpp).
-  if (model.vocab % par.tp != 0) {
-    const std::int64_t multiple = 128LL * par.tp;
-    const std::int64_t padded = (model.vocab + multiple - 1) / multiple * multiple;
+  // Megatron pads the vocabulary to a multiple of 128 x TP, as `commstack train` does.
+  if (const std::int64_t padded = workloads::megatron_padded_vocab(model.vocab, par.tp);
+      padded != model.vocab) {
     p.notes.push_back(
         fmt::format("vocabulary of {} padded from {} to {} (a multiple of 128 x tp, as Megatron does)",
                     model.name, model.vocab, padded));

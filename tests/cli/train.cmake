@@ -27,7 +27,7 @@ commstack_cli_error_test(NAME train.gpu_count_mismatch
   MATCH "tp\\*pp\\*dp\\*cp = 2\\*2\\*2\\*1 = 8 but the cluster has 16 GPUs")
 commstack_cli_error_test(NAME train.out_of_memory
   ARGS train --cluster dgx-a100 --nodes 1 --model korthikanti-175b --tp 8 --pp 1 --dp 1
-  MATCH "memory: pipeline stage 0 needs 354.6 GiB per GPU \\(weights 40.7, gradients 40.7, optimizer 243.9, activations 29.3.*has 74.5 GiB")
+  MATCH "memory: pipeline stage 0 needs 355.0 GiB per GPU \\(weights 40.7, gradients 40.7, optimizer 244.3, activations 29.3.*has 74.5 GiB")
 commstack_cli_error_test(NAME train.bad_precision
   ARGS train --cluster dgx-a100 --nodes 1 --model megatron-1.7b --tp 8 --precision fp4
   MATCH "--precision: unknown 'fp4'")

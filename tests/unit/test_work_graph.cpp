@@ -179,8 +179,13 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   auto dp = ops_named(g, 0, "dp.grad_bucket");
   REQUIRE(dp.size() == 1);
   CHECK(dp[0]->collective == Collective::all_reduce);
-  const double stage0 = 4 * static_cast<double>(pc.attention_per_layer + pc.dense_mlp_per_layer) / t +
-                        static_cast<double>(pc.embedding) / t;
+  // Megatron splits the GEMM weights and the column-parallel biases over TP but keeps whole copies
+  // of the two LayerNorms (2h each) and the two row-parallel biases (h each): 12h^2 + 7h split,
+  // 6h replicated per layer. The word embedding is split, the learned s x h position table is not.
+  CHECK(static_cast<double>(pc.attention_per_layer + pc.dense_mlp_per_layer) == 12 * h * h + 13 * h);
+  const double layer_on_rank = (12 * h * h + 7 * h) / t + 6 * h;
+  const double embedding_on_rank = 1024 * h / t + s * h;
+  const double stage0 = 4 * layer_on_rank + embedding_on_rank;
   CHECK(dp[0]->bytes == static_cast<std::uint64_t>(std::llround(2 * stage0)));
   CHECK(g.communicators[static_cast<std::size_t>(dp[0]->communicator)].ranks == std::vector<int>{0, 2});
   // Tied embeddings across stages 0 and 1: V*h/t gradient all-reduce between ranks 0 and 4.
@@ -226,11 +231,43 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
     }
     if (name == "dp.param_gather") ag2 += static_cast<double>(op.bytes);
   }
-  const double all_params = static_cast<double>(m.layers) *
-                                static_cast<double>(pc.attention_per_layer + pc.dense_mlp_per_layer) / t +
-                            static_cast<double>(pc.embedding) / t + static_cast<double>(pc.final_norm);
+  const double all_params = 8 * layer_on_rank + embedding_on_rank + 2 * h;  // + the final LayerNorm
   CHECK(ag2 == approx(2 * all_params).epsilon(1e-6));
   CHECK(rs2 == approx(2 * 2 * all_params).epsilon(1e-6));
+  // ZeRO-3 / FSDP: every micro-batch gathers all the bf16 weights it uses, forward and backward,
+  // the embedding and the output layer (here the final norm: the output is the tied embedding)
+  // included, and reduce-scatters all the gradients.
+  ParallelConfig z3 = cfg(m, R"({"tp":2,"pp":1,"dp":2,"zero":3,"micro_batch":2,"global_batch":8})");
+  OpGraph g4 = generate_op_graph(m, z3);
+  double rs3 = 0, ag3 = 0;
+  for (const Op& op : g4.ops) {
+    if (op.rank != 0) continue;
+    const std::string name = op.name;
+    if (name.rfind("zero3.reduce_scatter", 0) == 0) rs3 += static_cast<double>(op.bytes);
+    if (name.rfind("zero3.gather", 0) == 0) ag3 += static_cast<double>(op.bytes);
+  }
+  CHECK(ops_named(g4, 0, "zero3.gather_embedding").size() == 4);  // 2 micro-batches x (forward, backward)
+  CHECK(ops_named(g4, 0, "zero3.reduce_scatter_embedding_grads").size() == 2);
+  CHECK(rs3 == approx(2 * 2 * all_params).epsilon(1e-6));
+  CHECK(ag3 == approx(2 * 2 * 2 * all_params).epsilon(1e-6));
+  // Adam updates every parameter the rank holds, the embedding's included (12 FLOPs each): stage 0
+  // without ZeRO, and 1/dp of all of them under ZeRO-3.
+  auto adam = ops_named(g, 0, "optimizer.adam");
+  REQUIRE(adam.size() == 1);
+  CHECK(adam[0]->flops == approx(12 * stage0).epsilon(1e-9));
+  auto adam3 = ops_named(g4, 0, "optimizer.adam");
+  REQUIRE(adam3.size() == 1);
+  CHECK(adam3[0]->flops == approx(12 * all_params / 2).epsilon(1e-9));
+  // Sequence parallelism: the gradients of the whole copies (norms, row-parallel biases: 6h per
+  // layer, and the final norm on the last stage) are all-reduced over the TP group once, in bf16.
+  auto sp_ar0 = ops_named(g, 0, "tp.all_reduce.sequence_parallel_grads");
+  auto sp_ar1 = ops_named(g, stage1, "tp.all_reduce.sequence_parallel_grads");
+  REQUIRE(sp_ar0.size() == 1);
+  REQUIRE(sp_ar1.size() == 1);
+  CHECK(sp_ar0[0]->bytes == static_cast<std::uint64_t>(2 * 4 * 6 * h));
+  CHECK(sp_ar1[0]->bytes == static_cast<std::uint64_t>(2 * (4 * 6 * h + 2 * h)));
+  CHECK(g.communicators[static_cast<std::size_t>(sp_ar0[0]->communicator)].ranks == std::vector<int>{0, 1});
+  CHECK(ops_named(g2, 0, "tp.all_reduce.sequence_parallel_grads").empty());  // without SP the copies agree
   // And ZeRO-2 with pipeline stages is refused, as DeepSpeed does.
   CHECK_THROWS_WITH_AS(cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":2,"micro_batch":2,"global_batch":8})"),
                        doctest::Contains("ZeRO-2 together with pipeline parallelism"), commstack::InputError);

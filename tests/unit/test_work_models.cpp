@@ -66,6 +66,14 @@ TEST_CASE("work: Llama, Mixtral and GPT-3 parameter counts equal the released ch
   CHECK(static_cast<double>(ds.active) == approx(54e9).epsilon(0.05));
 }
 
+TEST_CASE("work: the vocabulary is padded like Megatron's --make-vocab-size-divisible-by 128, always") {
+  CHECK(megatron_padded_vocab(50257, 8) == 51200);    // GPT-3 at TP 8
+  CHECK(megatron_padded_vocab(50257, 1) == 50304);    // and at TP 1: 393 x 128
+  CHECK(megatron_padded_vocab(128256, 8) == 129024);  // Llama 3 at TP 8, though 8 divides 128256
+  CHECK(megatron_padded_vocab(128256, 2) == 128256);  // already 501 x 256
+  CHECK(megatron_padded_vocab(51200, 8) == 51200);
+}
+
 TEST_CASE("work: model parser rejects unknown fields and bad values with file and JSON path") {
   nlohmann::json j = nlohmann::json::parse(R"({"name":"x","source":"test","layers":2,"hidden":64,"heads":4,
     "ffn_hidden":256,"vocab":100,"seq":16,"mlp":"gelu","norm":"layernorm","position":"learned","bias":true,

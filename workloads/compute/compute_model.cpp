@@ -58,14 +58,14 @@ constexpr Builtin kBuiltins[] = {
     {"a100-80gb",
      "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s BF16 dense, HBM2e 2039 GB/s, 80 GB; tensor-core "
      "efficiency 0.691 and "
-     "HBM efficiency 0.667 fitted on Megatron-LM SC'21 Table 1 rows 1-3 "
+     "HBM efficiency 0.668 fitted on Megatron-LM SC'21 Table 1 rows 1-3 "
      "(results/megatron-sc21-table1/a100-fitted.json)",
-     312e12, 0, 2039e9, 80e9, 0.691, 0.6674},
+     312e12, 0, 2039e9, 80e9, 0.6912, 0.6682},
     {"a100-40gb",
      "NVIDIA A100 SXM4 40GB datasheet: 312 TFLOP/s BF16 dense, HBM2 1555 GB/s, 40 GB; efficiencies of the "
      "a100-80gb "
      "profile (same GA100 chip; the HBM fraction carried over to HBM2, not measured)",
-     312e12, 0, 1555e9, 40e9, 0.691, 0.6674},
+     312e12, 0, 1555e9, 40e9, 0.6912, 0.6682},
     {"h100-sxm5",
      "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s BF16 dense, 1978.9 FP8, HBM3 3.35 TB/s, 80 GB; tensor-core "
      "efficiency "
@@ -73,12 +73,12 @@ constexpr Builtin kBuiltins[] = {
      "LLAMA3-8B "
      "(results/nemo-24.07-h100/h100-fitted.json); BF16 GEMMs assumed to reach the same fraction of the BF16 "
      "peak",
-     989.4e12, 1978.9e12, 3.35e12, 80e9, 0.5247, 0.624},
+     989.4e12, 1978.9e12, 3.35e12, 80e9, 0.5247, 0.6242},
     {"h200-sxm",
      "NVIDIA H200 SXM: H100 compute, 141 GB HBM3e at 4.8 TB/s; efficiencies of the H100 profile (same GH100 "
      "chip; "
      "the HBM fraction carried over to HBM3e, not measured)",
-     989.4e12, 1978.9e12, 4.8e12, 141e9, 0.5247, 0.624},
+     989.4e12, 1978.9e12, 4.8e12, 141e9, 0.5247, 0.6242},
     {"b200",
      "NVIDIA B200 (HGX, 1000 W): 2250 TFLOP/s BF16 dense, 4500 FP8, 8 TB/s, 180 GB usable; efficiency "
      "uncalibrated",

@@ -8,6 +8,7 @@
 #include "workloads/flops.hpp"
 #include "workloads/graph/schedule.hpp"
 #include "workloads/parallel/layout.hpp"
+#include "workloads/rank_params.hpp"
 
 namespace commstack::workloads {
 namespace {
@@ -36,19 +37,19 @@ std::int64_t make_tag(TagKind kind, std::int64_t mb, std::int64_t where, std::in
 // collective (TP, EP, ZeRO-3 gather, a recv) is waited on by the next compute op.
 class RankEmitter {
 public:
-  RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
-      : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)), pc_(count_params(m)) {
-    tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
-    dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
-    if (m_.moe) {
-      ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
-      edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
-    }
-    sp_ = p_.sequence_parallel && p_.tp > 1;
-    t_ = p_.tp;
-    tokens_ = static_cast<double>(p_.micro_batch) * static_cast<double>(p_.seq) / p_.cp;
-    hidden_bytes_ = tokens_ * static_cast<double>(m_.hidden) * p_.activation_bytes();
-  }
+ RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
+     : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)) {
+   tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
+   dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
+   if (m_.moe) {
+     ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
+     edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
+   }
+   sp_ = p_.sequence_parallel && p_.tp > 1;
+   t_ = p_.tp;
+   tokens_ = static_cast<double>(p_.micro_batch) * static_cast<double>(p_.seq) / p_.cp;
+   hidden_bytes_ = tokens_ * static_cast<double>(m_.hidden) * p_.activation_bytes();
+ }
 
   void run() {
     const auto steps = pipeline_schedule(p_.pp, me_.pp, p_.micro_batches(), p_.virtual_stages);
@@ -159,15 +160,8 @@ private:
   }
 
   // ---- parameters on this rank ---------------------------------------------------------------
-  double layer_dense_params(std::int64_t l) const {
-    double d = static_cast<double>(pc_.attention_per_layer);
-    d += m_.is_moe_layer(l) ? static_cast<double>(pc_.moe_mlp_per_layer - pc_.expert_per_layer)
-                            : static_cast<double>(pc_.dense_mlp_per_layer);
-    return d / t_;
-  }
-  double layer_expert_params(std::int64_t l) const {
-    return m_.is_moe_layer(l) ? static_cast<double>(pc_.expert_per_layer) / p_.ep : 0;
-  }
+  double layer_dense_params(std::int64_t l) const { return layer_dense_params_on_rank(m_, l, p_.tp); }
+  double layer_expert_params(std::int64_t l) const { return layer_expert_params_on_rank(m_, l, p_.ep); }
   int virtual_stage(int chunk) const { return chunk * p_.pp + me_.pp; }
   bool first_virtual(int chunk) const { return virtual_stage(chunk) == 0; }
   bool last_virtual(int chunk) const { return virtual_stage(chunk) == p_.pp * p_.virtual_stages - 1; }
@@ -432,12 +426,15 @@ private:
       p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
     } else {
       const double bytes = hidden_bytes_;
+      zero3_gather_params(embedding_params_on_rank(m_, p_.tp), "zero3.gather_embedding", Phase::forward, mb,
+                          chunk);
       compute("embedding", ComputeClass::elementwise, 0, bytes, Phase::forward, mb, -1, chunk);
       tp_reduce("tp.reduce_scatter.embedding", "tp.all_reduce.embedding", Phase::forward, mb, -1, chunk);
     }
     for (std::int64_t l = r.first; l < r.last; ++l) layer_forward(l, Phase::forward, mb, chunk);
     if (last_virtual(chunk)) {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
+      zero3_gather_params(output_grad_params(), "zero3.gather_output", Phase::forward, mb, chunk);
       tp_gather("tp.all_gather.logits_in", Phase::forward, mb, -1, chunk);
       gemm("logits", tokens_, h, V / t_, 1, Phase::forward, mb, -1, chunk);
       compute("cross_entropy", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, Phase::forward, mb, -1, chunk);
@@ -450,18 +447,21 @@ private:
 
   // The output layer's gradients this rank holds (the final norm, and the output projection unless
   // it is the embedding's, tied on the same stage).
-  double output_grad_params() const {
-    const double out = m_.tied_embeddings ? (p_.pp > 1 ? static_cast<double>(m_.vocab * m_.hidden) : 0)
-                                          : static_cast<double>(pc_.output);
-    return out / t_ + static_cast<double>(pc_.final_norm);
-  }
+  double output_grad_params() const { return output_params_on_rank(m_, p_.pp, p_.tp); }
 
-  // ZeRO-2: the embedding's and the output layer's gradients, reduce-scattered every micro-batch
-  // like the layers' (layer_backward).
-  void zero2_reduce_scatter(double params, const char* name, int mb, int chunk) {
-    if (p_.zero != 2 || p_.dp * p_.cp <= 1 || params <= 0) return;
+  // ZeRO-2 and ZeRO-3: the embedding's and the output layer's gradients, reduce-scattered every
+  // micro-batch like the layers' (layer_backward).
+  void zero_reduce_scatter(double params, const char* zero2_name, const char* zero3_name, int mb, int chunk) {
+    if (p_.zero < 2 || p_.dp * p_.cp <= 1 || params <= 0) return;
     grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, dp_comm_, p_.grad_bytes * params,
-                                   name, Phase::backward, mb, -1, chunk, false, {last_compute_}));
+                                   p_.zero == 3 ? zero3_name : zero2_name, Phase::backward, mb, -1, chunk,
+                                   false, {last_compute_}));
+  }
+  // ZeRO-3 / FSDP shards the embedding and the output layer too: their bf16 weights are gathered
+  // before each use, forward and backward, like a layer's (zero3_gather).
+  void zero3_gather_params(double params, const char* name, Phase ph, int mb, int chunk) {
+    if (p_.zero != 3 || p_.dp * p_.cp <= 1 || params <= 0) return;
+    collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * params, name, ph, mb, -1, chunk, true);
   }
 
   void backward_step(int mb, int chunk) {
@@ -476,19 +476,22 @@ private:
       p2p_gather(got, "pp.all_gather_grad", B, mb, chunk);
     } else {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
+      zero3_gather_params(output_grad_params(), "zero3.gather_output", B, mb, chunk);
       compute("cross_entropy.bwd", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, B, mb, -1, chunk);
       gemm("logits.bwd", tokens_, h, V / t_, 2, B, mb, -1, chunk);
       tp_reduce("tp.reduce_scatter.logits_in_grad", "tp.all_reduce.logits_in_grad", B, mb, -1, chunk);
       if (mb == p_.micro_batches() - 1) output_done_ = last_compute_;
-      zero2_reduce_scatter(output_grad_params(), "zero2.reduce_scatter_output_grads", mb, chunk);
+      zero_reduce_scatter(output_grad_params(), "zero2.reduce_scatter_output_grads",
+                          "zero3.reduce_scatter_output_grads", mb, chunk);
     }
     for (std::int64_t l = r.last - 1; l >= r.first; --l) layer_backward(l, mb, chunk);
     if (first_virtual(chunk)) {
       tp_gather("tp.all_gather.embedding_grad", B, mb, -1, chunk);
+      zero3_gather_params(embedding_params_on_rank(m_, p_.tp), "zero3.gather_embedding", B, mb, chunk);
       compute("embedding.bwd", ComputeClass::elementwise, 0, hidden_bytes_, B, mb, -1, chunk);
       if (mb == p_.micro_batches() - 1) embedding_done_ = last_compute_;
-      zero2_reduce_scatter(static_cast<double>(pc_.embedding) / t_, "zero2.reduce_scatter_embedding_grads",
-                           mb, chunk);
+      zero_reduce_scatter(embedding_params_on_rank(m_, p_.tp), "zero2.reduce_scatter_embedding_grads",
+                          "zero3.reduce_scatter_embedding_grads", mb, chunk);
     } else {
       const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
       send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb, -1, chunk,
@@ -529,7 +532,7 @@ private:
           if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
         }
         if (first_virtual(c)) {
-          b.dense += static_cast<double>(pc_.embedding) / t_;
+          b.dense += embedding_params_on_rank(m_, p_.tp);
           b.ready = embedding_done_;
         }
         close();
@@ -552,6 +555,20 @@ private:
                                          O, -1, -1, b.chunk, false, {dep}));
       }
     }
+    // Sequence parallelism: every TP rank computed the gradients of its whole copies of the norms,
+    // row-parallel biases and router on its own sequence shard; Megatron sums them over the TP
+    // group once per iteration (finalize_model_grads), before the step.
+    if (sp_ && t_ > 1) {
+      double replicated = 0;
+      for (int c = 0; c < p_.virtual_stages; ++c) {
+        const LayerRange r = stage_layers(m_, p_, me_.pp, c);
+        for (std::int64_t l = r.first; l < r.last; ++l) replicated += layer_tp_replicated_params(m_, l);
+        if (last_virtual(c)) replicated += static_cast<double>(count_params(m_).final_norm);
+      }
+      before_step.push_back(collective(Stream::tp, Collective::all_reduce, tp_comm_,
+                                       p_.grad_bytes * replicated, "tp.all_reduce.sequence_parallel_grads", O,
+                                       -1, -1, 0, false, {final_compute}));
+    }
     // Tied input/output embeddings live on the first and last stage: their gradients are summed.
     const bool holds_embedding = me_.pp == 0 || me_.pp == p_.pp - 1;
     if (m_.tied_embeddings && p_.pp > 1 && holds_embedding) {
@@ -562,8 +579,12 @@ private:
     }
     // Adam: ~12 FLOPs per parameter; reads fp32 weight, m, v and the gradient, writes fp32
     // weight, m, v and the bf16 copy.
+    // The optimizer updates every parameter this rank holds: its layers', and the embedding's and
+    // the output layer's on the stages that hold them.
     double dense = 0, expert = 0;
     for (int c = 0; c < p_.virtual_stages; ++c) {
+      if (last_virtual(c)) dense += output_grad_params();
+      if (first_virtual(c)) dense += embedding_params_on_rank(m_, p_.tp);
       const LayerRange r = stage_layers(m_, p_, me_.pp, c);
       for (std::int64_t l = r.first; l < r.last; ++l) {
         dense += layer_dense_params(l);
@@ -594,7 +615,6 @@ private:
   OpGraph& g_;
   int rank_;
   RankCoord me_;
-  ParamCount pc_;
   int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1;
   bool sp_ = false;
   double t_ = 1, tokens_ = 0, hidden_bytes_ = 0;

@@ -1,0 +1,29 @@
+#pragma once
+// The parameters one GPU holds under tensor, pipeline and expert parallelism. Megatron splits the
+// GEMM weights and the column-parallel biases over the TP ranks, but keeps a whole copy of the
+// norms, the row-parallel biases (attention projection, second MLP matrix), the MoE router and the
+// learned position table on every TP rank. Gradient buckets, ZeRO shards, the optimizer and the
+// memory estimate all count what one rank holds, so they all come from here.
+#include <cstdint>
+
+#include "workloads/model.hpp"
+
+namespace commstack::workloads {
+
+// Non-expert parameters of layer `l` on one TP rank (attention, dense MLP or the MoE layer's
+// shared experts and router, and the norms).
+double layer_dense_params_on_rank(const ModelSpec& m, std::int64_t l, int tp);
+// The part of those that every TP rank holds whole (norms, row-parallel biases, router): with
+// sequence parallelism each rank sees a different sequence shard, so Megatron all-reduces their
+// gradients over the TP group once per iteration.
+double layer_tp_replicated_params(const ModelSpec& m, std::int64_t l);
+// Routed-expert parameters of layer `l` on one EP rank (experts are split by EP, not by TP).
+double layer_expert_params_on_rank(const ModelSpec& m, std::int64_t l, int ep);
+// The input embedding on the first stage: the vocabulary split over TP, the learned position
+// table (s x h) whole.
+double embedding_params_on_rank(const ModelSpec& m, int tp);
+// The last stage's output layer and final norm. With tied embeddings and pp > 1 Megatron keeps a
+// copy of the word embeddings there; with pp = 1 the output layer is the embedding itself.
+double output_params_on_rank(const ModelSpec& m, int pp, int tp);
+
+}  // namespace commstack::workloads
