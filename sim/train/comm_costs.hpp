@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/algorithms/collective.hpp"
+#include "sim/engine/graph_footprint.hpp"
 #include "sim/engine/simulator.hpp"
 #include "workloads/graph/op_graph.hpp"
 #include "workloads/parallel/layout.hpp"
@@ -52,6 +53,8 @@ public:
 
 private:
   double simulate(const std::vector<std::vector<int>>& groups, workloads::Collective op, std::uint64_t bytes);
+  // One graph that shares no link with the others running beside it, cached by its signature.
+  double run_alone(const FlowGraph& graph, const GraphFootprint& fp);
 
   Simulator& sim_;
   const workloads::RankLayout* layout_ = nullptr;
@@ -61,6 +64,7 @@ private:
   std::map<std::tuple<int, int, int, std::uint64_t>, double> p2p_cache_;  // (src stage, dst stage, cp shift, bytes)
   std::map<std::tuple<std::vector<std::vector<int>>, int, std::uint64_t>, double> groups_cache_;
   std::map<std::pair<std::vector<std::pair<int, int>>, std::uint64_t>, double> pairs_cache_;
+  std::map<std::vector<std::int64_t>, double> alone_cache_;  // GraphFootprint::signature -> seconds
   int simulations_ = 0;
   long long flows_ = 0;
 };
