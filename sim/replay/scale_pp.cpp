@@ -184,7 +184,7 @@ class RankCopy {
   int emit(const Op& src, std::vector<int> deps, int comm_stage);
   void resolve(int d, const std::vector<char>* within, std::vector<int>& acc) const;
   bool keep(const Op& op) const;
-  void emit_own(const Op& op, const std::vector<char>* within, int entry);
+  void emit_own(const Op& op, const std::vector<char>* within, const std::vector<int>& entry);
   const std::vector<int>& block_of(int rank, const StepKey& key) const;
   int incoming_boundary(const Step& step);
   void outgoing_boundary(const Step& step);
@@ -196,6 +196,7 @@ class RankCopy {
   std::set<int> dropped_;
   std::map<int, int> lane_last_;
   int prev_compute_ = -1, prev_gather_ = -1;
+  int open_send_ = -1;  // the last stage-boundary send, which the next step's work waits for
 };
 
 int RankCopy::emit(const Op& src, std::vector<int> deps, int comm_stage) {
@@ -228,7 +229,7 @@ bool RankCopy::keep(const Op& op) const {
   return true;
 }
 
-void RankCopy::emit_own(const Op& op, const std::vector<char>* within, int entry) {
+void RankCopy::emit_own(const Op& op, const std::vector<char>* within, const std::vector<int>& entry) {
   if (!keep(op)) {
     dropped_.insert(op.id);
     ++sg_.dropped_edge;
@@ -236,7 +237,7 @@ void RankCopy::emit_own(const Op& op, const std::vector<char>* within, int entry
   }
   std::vector<int> deps;
   for (int d : op.deps) resolve(d, within, deps);
-  if (deps.empty() && entry >= 0) deps.push_back(entry);
+  if (deps.empty()) deps = entry;
   if (auto it = lane_last_.find(op.lane); it != lane_last_.end()) deps.push_back(it->second);
   const int id = emit(op, deps, n_);
   newid_[op.id] = id;
@@ -276,7 +277,10 @@ int RankCopy::incoming_boundary(const Step& step) {
       Op r = op;
       r.peer = sg_.new_rank(step.forward ? n_ - 1 : n_ + 1, idx_);
       r.tag = sg_.tag_of(dir, step.micro_batch, step.forward ? n_ - 1 : n_ + 1);
-      tmpl[id] = emit(r, {}, n_);
+      // Posted at its point in the schedule, after the compute before it, as train's 1F1B does.
+      std::vector<int> posted;
+      if (prev_compute_ >= 0) posted.push_back(prev_compute_);
+      tmpl[id] = emit(r, posted, n_);
       ++recvs;
       ++sg_.boundary_msgs;
     } else {
@@ -317,7 +321,7 @@ void RankCopy::outgoing_boundary(const Step& step) {
   sd.tag = sg_.tag_of(dir, step.micro_batch, n_);
   std::vector<int> deps;
   if (prev_compute_ >= 0) deps.push_back(prev_compute_);
-  emit(sd, deps, n_);
+  open_send_ = emit(sd, deps, n_);
 }
 
 void RankCopy::run() {
@@ -330,11 +334,16 @@ void RankCopy::run() {
     for (const auto& [k, v] : b->second) first_block_op = std::min(first_block_op, v.front());
   for (int id : own_ops) {  // per-iteration ops before the first step
     const Op& op = g_.ops[static_cast<std::size_t>(id)];
-    if (op.micro_batch < 0 && id < first_block_op) emit_own(op, nullptr, -1);
+    if (op.micro_batch < 0 && id < first_block_op) emit_own(op, nullptr, {});
   }
   std::vector<char> in_block(g_.ops.size(), 0);
   for (const auto& step : workloads::pipeline_schedule(sg_.newP_, n_, sg_.steps_.M, 1)) {
-    const int entry = incoming_boundary(step);
+    // The step's first work waits for its receive and for the previous step's send (1F1B waits
+    // on every request before the next compute).
+    std::vector<int> entry;
+    if (const int in = incoming_boundary(step); in >= 0) entry.push_back(in);
+    if (open_send_ >= 0) entry.push_back(open_send_);
+    open_send_ = -1;
     // The step's own work, in traced order.
     const auto& mine = block_of(tr_, {step.forward ? 0 : 1, step.micro_batch});
     for (int id : mine) in_block[static_cast<std::size_t>(id)] = 1;
@@ -347,7 +356,8 @@ void RankCopy::run() {
   }
   for (int id : own_ops) {  // per-iteration ops after the steps (gradient reduction, optimizer)
     const Op& op = g_.ops[static_cast<std::size_t>(id)];
-    if (op.micro_batch < 0 && id >= first_block_op) emit_own(op, nullptr, -1);
+    if (op.micro_batch < 0 && id >= first_block_op)
+      emit_own(op, nullptr, open_send_ >= 0 ? std::vector<int>{open_send_} : std::vector<int>{});
   }
 }
 

@@ -100,11 +100,11 @@ TEST_CASE("otf2 import: a location group's rank number out of range is refused, 
   CHECK_THROWS_WITH_AS(
       workloads::importers::import_otf2_archive(a),
       "broken/traces.otf2: location group 'MPI Rank 99999999999': rank 99999999999 out of range "
-      "(expected < 16777216)",
+      "(expected < 262144)",
       InputError);
-  a.locations.front().group_name = "MPI Rank 16777216";
+  a.locations.front().group_name = "MPI Rank 262144";  // kMaxGpus, the limit of every input
   CHECK_THROWS_WITH_AS(workloads::importers::import_otf2_archive(a),
-                       doctest::Contains("rank 16777216 out of range"), InputError);
+                       doctest::Contains("rank 262144 out of range"), InputError);
   a.locations.front().group_name = "MPI Rank 3";  // in range: the next refusal is the missing events
   CHECK_THROWS_WITH_AS(workloads::importers::import_otf2_archive(a),
                        doctest::Contains("no region (Enter/Leave) events"), InputError);

@@ -150,12 +150,13 @@ private:
     op.deps = std::move(deps);
     return op.id;
   }
-  int recv(Stream stream, int peer, std::int64_t tag, double bytes, const char* name, Phase ph, int mb, std::int64_t layer,
-           int chunk) {
+  int recv(Stream stream, int peer, std::int64_t tag, double bytes, const char* name, Phase ph, int mb,
+           std::int64_t layer, int chunk, std::vector<int> deps = {}) {
     Op& op = add(OpKind::recv, stream, ph, name, mb, layer, chunk);
     op.peer = peer;
     op.tag = tag;
     op.bytes = to_bytes(bytes);
+    op.deps = std::move(deps);
     return op.id;
   }
 
@@ -415,13 +416,27 @@ private:
   }
   int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0}); }
 
+  // Megatron's 1F1B posts each stage-boundary receive at its point in the schedule, paired with
+  // the send there (send_forward_recv_backward after a forward, send_backward_recv_forward after a
+  // backward; recv_forward / send_forward alone in warm-up and cool-down), and waits for both
+  // before the next compute (p2p_communication's wait on every request). The interleaved schedule
+  // keeps its receives posted ahead and its sends unwaited (overlap_p2p_comm, as NeMo runs it).
+  bool p2p_waits() const { return p_.virtual_stages == 1; }
+  std::vector<int> p2p_recv_deps() const {
+    if (p2p_waits() && last_compute_ >= 0) return {last_compute_};
+    return {};
+  }
+  void p2p_send(int id) {
+    if (p2p_waits()) pending_.push_back(id);
+  }
+
   void forward_step(int mb, int chunk) {
     const int vs = virtual_stage(chunk);
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
     if (!first_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
-      const int got = recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(), "pp.recv_activation",
-                           Phase::forward, mb, -1, chunk);
+      const int got = recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(),
+                           "pp.recv_activation", Phase::forward, mb, -1, chunk, p2p_recv_deps());
       pending_.push_back(got);
       p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
     } else {
@@ -440,8 +455,8 @@ private:
       compute("cross_entropy", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, Phase::forward, mb, -1, chunk);
     } else {
       const int to = rank_of_stage((me_.pp + 1) % p_.pp);
-      send(Stream::pp, to, make_tag(kPpForward, mb, vs, -1, 0), p2p_bytes(), "pp.send_activation", Phase::forward, mb, -1,
-           chunk, {last_compute_});
+      p2p_send(send(Stream::pp, to, make_tag(kPpForward, mb, vs, -1, 0), p2p_bytes(), "pp.send_activation",
+                    Phase::forward, mb, -1, chunk, {last_compute_}));
     }
   }
 
@@ -470,8 +485,8 @@ private:
     const Phase B = Phase::backward;
     if (!last_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + 1) % p_.pp);
-      const int got = recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(), "pp.recv_grad", B, mb,
-                           -1, chunk);
+      const int got = recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(),
+                           "pp.recv_grad", B, mb, -1, chunk, p2p_recv_deps());
       pending_.push_back(got);
       p2p_gather(got, "pp.all_gather_grad", B, mb, chunk);
     } else {
@@ -494,8 +509,8 @@ private:
                           "zero3.reduce_scatter_embedding_grads", mb, chunk);
     } else {
       const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
-      send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb, -1, chunk,
-           {last_compute_});
+      p2p_send(send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb,
+                    -1, chunk, {last_compute_}));
     }
   }
 
@@ -538,7 +553,9 @@ private:
         close();
       }
     }
+    // The step waits for the DP reductions and for any wait still open (the last stage-boundary send).
     std::vector<int> before_step = grad_ops_;
+    before_step.insert(before_step.end(), pending_.begin(), pending_.end());
     const Phase O = Phase::optimizer;
     const Collective reduce = p_.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
     // ZeRO-2 reduced every micro-batch's gradients during the backward; its buckets only gather

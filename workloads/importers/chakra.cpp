@@ -23,7 +23,6 @@ using nlohmann::json;
 enum NodeType { kMetadata = 1, kComp = 4, kSend = 5, kRecv = 6, kColl = 7 };
 // CollectiveCommType runs from ALL_REDUCE (0) to BARRIER (9).
 constexpr std::int64_t kMaxCommType = 9;
-constexpr long long kMaxRanks = kMaxGpus;
 
 std::optional<Collective> collective_of(std::int64_t comm_type) {
   switch (comm_type) {
@@ -163,7 +162,7 @@ std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& wo
     cb.member = [&](const std::string& key, json&& v) {
       if (key != "ngpus") return;
       if ((v.is_number_integer() || v.is_number_unsigned()) && v.get<long long>() > 0 &&
-          v.get<long long>() <= kMaxRanks) {
+          v.get<long long>() <= kMaxGpus) {
         world = std::max(world, v.get<int>());
       } else {
         bad_ngpus = v.dump();
@@ -172,7 +171,7 @@ std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& wo
     stream_json_file(fn.path, "workload_graph", cb);
     if (!bad_ngpus.empty())
       throw InputError(fmt::format("{}: \"ngpus\" is {}: expected the number of GPUs, 1-{}", fn.path,
-                                   bad_ngpus.substr(0, 40), kMaxRanks));
+                                   bad_ngpus.substr(0, 40), kMaxGpus));
     if (bad > 0)
       warnings.push_back(
           fmt::format("{}: {} workload_graph entries that are not objects skipped", fn.path, bad));

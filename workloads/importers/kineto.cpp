@@ -233,7 +233,8 @@ std::optional<std::vector<int>> parse_ranks(const json& v) {
   if (!list.is_array() || list.empty()) return std::nullopt;
   std::vector<int> r;
   for (const auto& x : list) {
-    if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > (1 << 24)) return std::nullopt;
+    if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() >= kMaxGpus)
+      return std::nullopt;
     r.push_back(x.get<int>());
   }
   std::sort(r.begin(), r.end());
@@ -296,7 +297,8 @@ CommInfo comm_info(const json& args, int rank, int world) {
     ci.why = "process group of one rank";
     return ci;
   }
-  if (!std::binary_search(ci.ranks.begin(), ci.ranks.end(), rank) || ci.ranks.back() >= std::max(world, 1 << 24)) {
+  if (!std::binary_search(ci.ranks.begin(), ci.ranks.end(), rank) ||
+      ci.ranks.back() >= std::max<long long>(world, kMaxGpus)) {
     ci.why = "process group does not contain the file's rank";
     return ci;
   }
@@ -374,7 +376,11 @@ std::pair<std::vector<RankFile>, int> open_rank_files(const std::vector<std::str
       warnings.push_back(
           fmt::format("{}: no distributedInfo.rank; taken as rank {} from the file name", p, f.rank));
     }
-    if (f.rank > (1 << 24) || f.world < 0 || f.world > (1 << 24) || (f.world > 0 && f.rank >= f.world)) throw InputError(fmt::format("{}: distributedInfo: rank {} / world_size {} out of range", p, f.rank, f.world));
+    if (f.rank >= kMaxGpus || f.world < 0 || f.world > kMaxGpus || (f.world > 0 && f.rank >= f.world)) {
+      throw InputError(fmt::format(
+          "{}: distributedInfo: rank {} / world_size {} out of range (expected 0 <= rank < world_size <= {})",
+          p, f.rank, f.world, kMaxGpus));
+    }
     rf.push_back(std::move(f));
   }
   std::sort(rf.begin(), rf.end(), [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });

@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/units.hpp"
 #include "workloads/importers/trace_graph.hpp"
 
 namespace commstack::workloads::importers {
@@ -90,7 +91,10 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         l.stream = m[11];
         l.line_no = no;
         l.file = path;
-        if (l.nranks < 1 || l.nranks > (1 << 24)) throw InputError(fmt::format("{}:{}: nranks={} out of range", path, no, l.nranks));
+        if (l.nranks < 1 || l.nranks > kMaxGpus) {
+          throw InputError(
+              fmt::format("{}:{}: nranks={} out of range (expected 1..{})", path, no, l.nranks, kMaxGpus));
+        }
         // A rooted call's root, or a send/recv's peer, is a rank of the communicator.
         const bool rooted = l.op == "Broadcast" || l.op == "Reduce";
         if ((rooted || l.op == "Send" || l.op == "Recv") && (l.root < 0 || l.root >= l.nranks))

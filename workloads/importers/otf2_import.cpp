@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "workloads/importers/otf2_reader.hpp"
 #include "workloads/importers/trace_graph.hpp"
 
@@ -116,10 +117,10 @@ int Otf2Import::locate_ranks() {
     if (std::regex_match(l.group_name, m, numbered)) {
       // A rank number from the file: bounded like NCCL's nranks, so that a corrupt name neither
       // overflows nor sizes the world at billions of ranks.
-      rank = m[1].length() > 8 ? 1 << 24 : std::stoi(m[1].str());
-      if (rank >= (1 << 24))
+      rank = m[1].length() > 8 ? static_cast<int>(kMaxGpus) : std::stoi(m[1].str());
+      if (rank >= kMaxGpus)
         throw InputError(fmt::format("{}: location group '{}': rank {} out of range (expected < {})",
-                                     a_.anchor, l.group_name, m[1].str(), 1 << 24));
+                                     a_.anchor, l.group_name, m[1].str(), kMaxGpus));
     }
     rank_of_group[l.group] = rank;
     ++next;
