@@ -34,7 +34,8 @@ struct PlanCliOptions {
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
   std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", overlap_grad_reduce = "on",
-              grad_dtype = "bf16", compute_profile, channels = "auto", fidelity = "auto";
+              overlap_param_gather = "off", grad_dtype = "bf16", compute_profile, channels = "auto",
+              fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -111,6 +112,7 @@ void run(const PlanCliOptions& o) {
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
   s.tp_backward_overlap = parse_on_off(o.tp_backward_overlap, "--tp-backward-overlap");
   s.overlap_grad_reduce = parse_on_off(o.overlap_grad_reduce, "--overlap-grad-reduce");
+  s.overlap_param_gather = parse_on_off(o.overlap_param_gather, "--overlap-param-gather");
   s.grad_bytes = grad_bytes_option(o.grad_dtype);
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
@@ -182,6 +184,9 @@ void register_plan(CLI::App& app) {
                   "gradient blocks instead of overlapping the weight-gradient GEMM)");
   sub->add_option("--overlap-grad-reduce", opts->overlap_grad_reduce,
                   "on (default): DP gradient buckets reduce during the backward; off: after it (Megatron-LM 2021-22)");
+  sub->add_option(
+      "--overlap-param-gather", opts->overlap_param_gather,
+      "off (default): ZeRO-1/2 parameter all-gathers after the step; on: during the next forward (NeMo)");
   sub->add_option("--grad-dtype", opts->grad_dtype,
                   "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
                   "--accumulate-allreduce-grads-in-fp32)");

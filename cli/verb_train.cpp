@@ -30,7 +30,8 @@ struct TrainOptions {
   std::string tp = "1", pp = "1", dp, cp = "1", ep = "1", zero = "0";  // dp empty: the GPUs left, as Megatron
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
-  std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", grad_dtype = "bf16";
+  std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
+  std::string grad_dtype = "bf16";
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
   std::string format = "text", trace;
@@ -78,6 +79,7 @@ void run(const TrainOptions& o) {
   else throw InputError(fmt::format("--attention: unknown '{}'; expected flash or materialized", o.attention));
   par.tp_backward_overlap = parse_on_off(o.tp_backward_overlap, "--tp-backward-overlap");
   par.overlap_grad_reduce = parse_on_off(o.overlap_grad_reduce, "--overlap-grad-reduce");
+  par.overlap_param_gather = parse_on_off(o.overlap_param_gather, "--overlap-param-gather");
   par.grad_bytes = grad_bytes_option(o.grad_dtype);
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
@@ -129,6 +131,7 @@ void run(const TrainOptions& o) {
                              par.virtual_stages, par.micro_batch, par.global_batch, par.seq, to_string(par.precision),
                              to_string(par.recompute), to_string(par.attention),
                              par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
+  if (par.overlap_param_gather) label.config += " overlap-param-gather on";
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -174,6 +177,10 @@ void register_train(CLI::App& app) {
   sub->add_option("--overlap-grad-reduce", opts->overlap_grad_reduce,
                   "on (default): DP gradient buckets reduce during the backward (Megatron-Core --overlap-grad-reduce, "
                   "PyTorch DDP); off: after the backward (Megatron-LM 2021-22 local DDP)");
+  sub->add_option(
+      "--overlap-param-gather", opts->overlap_param_gather,
+      "off (default, Megatron-Core's): ZeRO-1/2 parameter all-gathers after the optimizer step; on: "
+      "during the next forward, each bucket before its first use (--overlap-param-gather, NeMo)");
   sub->add_option("--grad-dtype", opts->grad_dtype,
                   "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
                   "--accumulate-allreduce-grads-in-fp32)");

@@ -11,8 +11,11 @@ column depends on each framework's FLOP formula; tokens do not).
 Config per row: cluster `dgx-h100` (8 H100 SXM, NVSwitch, 8 x 400G NDR rails), the row's TP/PP/CP/VP,
 batch and sequence; FP8 GEMMs (`--precision fp8`, Transformer Engine), fused attention (`--attention
 flash`), sequence parallelism where TP > 1, distributed optimizer (`--zero 1`), no activation
-recomputation, gradient reduction overlapped with the backward and the asynchronous TP reduction in the
-backward (NeMo 24.07 / Megatron-Core defaults for these runs). Not modelled: Transformer Engine's
+recomputation, gradient reduction overlapped with the backward, the distributed optimizer's parameter
+all-gather overlapped with the next forward (`--overlap-param-gather on`: NeMo's DP communication
+overlap, overlap_grad_sync and overlap_param_gather, docs/source/features/optimizations/
+communication_overlap.rst in NVIDIA/NeMo) and the asynchronous TP reduction in the backward (NeMo 24.07 /
+Megatron-Core defaults for these runs). Not modelled: Transformer Engine's
 userbuffer overlap of the forward TP communication with the GEMMs (TP comm overlap), so the TP4 rows
 keep their forward TP collectives exposed. The Nemotron rows are skipped (squared-ReLU MLP and other
 architecture details the model zoo does not describe).
@@ -78,7 +81,7 @@ def run(r, prof):
     cmd = [EXE, "train", "--cluster", "dgx-h100", "--nodes", str(r["gpus"] // 8), "--model", r["model"],
            "--tp", str(r["tp"]), "--pp", str(r["pp"]), "--cp", str(r["cp"]), "--dp", str(r["dp"]),
            "--global-batch", str(r["gbs"]), "--micro-batch", str(r["mb"]), "--seq", str(r["seq"]),
-           "--virtual-stages", str(r["vs"]), "--precision", "fp8", "--zero", "1", "--recompute", "none",
+           "--virtual-stages", str(r["vs"]), "--precision", "fp8", "--zero", "1", "--overlap-param-gather", "on", "--recompute", "none",
            "--compute-profile", prof, "--format", "json"]
     if r["tp"] > 1:
         cmd.append("--sequence-parallel")

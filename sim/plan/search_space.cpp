@@ -113,6 +113,8 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
       par.ep = ep;
       for (int zero : or_default(space.zero, zeros)) {
         par.zero = zero;
+        // Only the distributed optimizer (ZeRO 1/2) gathers parameters after the step.
+        par.overlap_param_gather = space.overlap_param_gather && (zero == 1 || zero == 2);
         for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
           par.micro_batch = mb;
           for (bool sp : sps) {

@@ -38,6 +38,7 @@ struct SearchSpace {
   workloads::AttentionKernel attention = workloads::AttentionKernel::flash;  // every candidate runs this kernel
   bool tp_backward_overlap = true;  // every candidate: ParallelConfig::tp_backward_overlap
   bool overlap_grad_reduce = true;  // every candidate: ParallelConfig::overlap_grad_reduce
+  bool overlap_param_gather = false;  // candidates with ZeRO 1/2: ParallelConfig::overlap_param_gather
   double grad_bytes = 2;            // every candidate: ParallelConfig::grad_bytes (bf16 2, fp32 4)
 };
 

@@ -121,6 +121,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["recompute"] = workloads::to_string(p.recompute);
   defaults["order"] = order_string(p.order);
   defaults["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  defaults["overlap_param_gather"] = p.overlap_param_gather;
   defaults["bucket_params"] = p.bucket_params;
   defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";
   json out = v;

@@ -340,6 +340,47 @@ TEST_CASE("work: 1F1B posts each stage-boundary receive at its schedule point an
   for (const Op* r : ops_named(gi, 0, "pp.recv_grad")) CHECK(r->deps.empty());
 }
 
+TEST_CASE("work: --overlap-param-gather moves ZeRO-1's parameter all-gathers into the next forward") {
+  ModelSpec m = tiny_gpt();
+  const char* base =
+      R"({"tp":2,"pp":2,"dp":2,"zero":1,"micro_batch":1,"global_batch":8,"bucket_params":1000000})";
+  OpGraph after = generate_op_graph(m, cfg(m, base));
+  ParallelConfig q = cfg(m, base);
+  q.overlap_param_gather = true;
+  OpGraph during = generate_op_graph(m, q);
+  REQUIRE(job_is_acyclic(during));
+  for (int rank : {0, 4}) {
+    CAPTURE(rank);
+    auto a = ops_named(after, rank, "dp.param_gather");
+    auto d = ops_named(during, rank, "dp.param_gather");
+    REQUIRE(a.size() > 1);  // several buckets
+    REQUIRE(d.size() == a.size());
+    double bytes_a = 0, bytes_d = 0;
+    for (const Op* op : a) bytes_a += static_cast<double>(op->bytes);
+    for (const Op* op : d) {
+      bytes_d += static_cast<double>(op->bytes);
+      CHECK(op->phase == Phase::forward);
+    }
+    CHECK(bytes_d == bytes_a);  // the same gathers, at another time
+    // Each bucket's gather is waited for by a forward compute of micro-batch 0.
+    for (const Op* gather : d) {
+      bool waited = false;
+      for (const Op& op : during.ops) {
+        if (op.rank != rank || op.kind != OpKind::compute || op.phase != Phase::forward ||
+            op.micro_batch != 0)
+          continue;
+        waited = waited || std::find(op.deps.begin(), op.deps.end(), gather->id) != op.deps.end();
+      }
+      CHECK(waited);
+    }
+  }
+  // Megatron asserts the distributed optimizer.
+  CHECK_THROWS_WITH_AS(
+      cfg(m,
+          R"({"tp":2,"pp":2,"dp":2,"zero":0,"overlap_param_gather":true,"micro_batch":1,"global_batch":8})"),
+      doctest::Contains("overlap_param_gather"), commstack::InputError);
+}
+
 TEST_CASE("work: op graph generation is deterministic and representatives cover every stage") {
   ModelSpec m = tiny_gpt();
   ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"pp":4,"schedule":"interleaved","virtual_stages":2,"dp":2,"micro_batch":1,"global_batch":8})");

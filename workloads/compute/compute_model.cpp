@@ -69,16 +69,16 @@ constexpr Builtin kBuiltins[] = {
     {"h100-sxm5",
      "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s BF16 dense, 1978.9 FP8, HBM3 3.35 TB/s, 80 GB; tensor-core "
      "efficiency "
-     "0.5247 and HBM efficiency 0.624 fitted on the NeMo 24.07 DGX-H100 FP8 rows GPT3-5B, LLAMA2-7B, "
+     "0.537 and HBM efficiency 0.544 fitted on the NeMo 24.07 DGX-H100 FP8 rows GPT3-5B, LLAMA2-7B, "
      "LLAMA3-8B "
      "(results/nemo-24.07-h100/h100-fitted.json); BF16 GEMMs assumed to reach the same fraction of the BF16 "
      "peak",
-     989.4e12, 1978.9e12, 3.35e12, 80e9, 0.5247, 0.6242},
+     989.4e12, 1978.9e12, 3.35e12, 80e9, 0.5369, 0.544},
     {"h200-sxm",
      "NVIDIA H200 SXM: H100 compute, 141 GB HBM3e at 4.8 TB/s; efficiencies of the H100 profile (same GH100 "
      "chip; "
      "the HBM fraction carried over to HBM3e, not measured)",
-     989.4e12, 1978.9e12, 4.8e12, 141e9, 0.5247, 0.6242},
+     989.4e12, 1978.9e12, 4.8e12, 141e9, 0.5369, 0.544},
     {"b200",
      "NVIDIA B200 (HGX, 1000 W): 2250 TFLOP/s BF16 dense, 4500 FP8, 8 TB/s, 180 GB usable; efficiency "
      "uncalibrated",

@@ -262,6 +262,10 @@ private:
     const LayerFlops lf = layer_forward_flops(m_, l, p_.micro_batch, p_.seq);
     const bool rc = ph == Phase::recompute;
     if (ph == Phase::forward) zero3_gather(l, ph, mb, chunk);
+    if (auto it = gather_of_layer_.find(l); ph == Phase::forward && it != gather_of_layer_.end()) {
+      wait_param_gather(it->second);
+      gather_of_layer_.erase(it);
+    }
     streaming(rc ? "layernorm.attn_in.recompute" : "layernorm.attn_in", kNormFwdBytes * residual_elements(), ph, mb, l,
               chunk);
     tp_gather("tp.all_gather.attn_in", ph, mb, l, chunk);
@@ -433,6 +437,7 @@ private:
   void forward_step(int mb, int chunk) {
     const int vs = virtual_stage(chunk);
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
+    if (mb == 0) start_param_gathers(chunk);
     if (!first_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
       const int got = recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(),
@@ -443,12 +448,14 @@ private:
       const double bytes = hidden_bytes_;
       zero3_gather_params(embedding_params_on_rank(m_, p_.tp), "zero3.gather_embedding", Phase::forward, mb,
                           chunk);
+      wait_param_gather(gather_of_embedding_);
       compute("embedding", ComputeClass::elementwise, 0, bytes, Phase::forward, mb, -1, chunk);
       tp_reduce("tp.reduce_scatter.embedding", "tp.all_reduce.embedding", Phase::forward, mb, -1, chunk);
     }
     for (std::int64_t l = r.first; l < r.last; ++l) layer_forward(l, Phase::forward, mb, chunk);
     if (last_virtual(chunk)) {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
+      wait_param_gather(gather_of_output_);
       zero3_gather_params(output_grad_params(), "zero3.gather_output", Phase::forward, mb, chunk);
       tp_gather("tp.all_gather.logits_in", Phase::forward, mb, -1, chunk);
       gemm("logits", tokens_, h, V / t_, 1, Phase::forward, mb, -1, chunk);
@@ -517,42 +524,85 @@ private:
   // ---- end of iteration: DP gradient reduction, optimizer, ZeRO parameter gather ----------------
   struct Bucket {
     double dense = 0, expert = 0;
-    int ready = -1;  // op after which every gradient of the bucket is final
     int chunk = 0;
+    std::vector<std::int64_t> layers;  // in the order their gradients are added (backward order)
+    bool output = false, embedding = false;
   };
+
+  // Megatron fills buckets in reverse parameter order (the order backward produces grads), one
+  // set of buckets per model chunk, the last chunk's first. ZeRO-3 has none (it reduces per layer).
+  std::vector<Bucket> gradient_buckets() const {
+    std::vector<Bucket> buckets;
+    if (p_.zero >= 3) return buckets;
+    for (int c = p_.virtual_stages - 1; c >= 0; --c) {
+      const LayerRange r = stage_layers(m_, p_, me_.pp, c);
+      Bucket b;
+      b.chunk = c;
+      auto close = [&]() {
+        if (b.dense + b.expert > 0) buckets.push_back(b);
+        b = Bucket{};
+        b.chunk = c;
+      };
+      if (last_virtual(c)) {
+        b.dense += output_grad_params();
+        b.output = true;
+      }
+      for (std::int64_t l = r.last - 1; l >= r.first; --l) {
+        b.dense += layer_dense_params(l);
+        b.expert += layer_expert_params(l);
+        b.layers.push_back(l);
+        if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
+      }
+      if (first_virtual(c)) {
+        b.dense += embedding_params_on_rank(m_, p_.tp);
+        b.embedding = true;
+      }
+      close();
+    }
+    return buckets;
+  }
+  // The op after which every gradient of the bucket is final: that of its last-added parameters.
+  int bucket_ready(const Bucket& b) const {
+    if (b.embedding) return embedding_done_;
+    if (!b.layers.empty()) return layer_done_.at(b.layers.back());
+    return b.output ? output_done_ : -1;
+  }
+
+  // --overlap-param-gather: the first forward of a model chunk starts the all-gathers of the
+  // parameters the last step updated, bucket by bucket in forward order, and each layer (the
+  // embedding, the output layer) waits for its bucket before its first use (Megatron-Core's
+  // param_sync_func and forward pre-hooks). In steady state this is the previous step's gather.
+  void start_param_gathers(int chunk) {
+    if (!p_.overlap_param_gather || p_.dp * p_.cp <= 1) return;
+    const std::vector<Bucket> buckets = gradient_buckets();
+    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+      if (it->chunk != chunk) continue;
+      int last = -1;
+      if (it->dense > 0) {
+        last = collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * it->dense, "dp.param_gather",
+                          Phase::forward, 0, -1, chunk, false,
+                          last_compute_ >= 0 ? std::vector<int>{last_compute_} : std::vector<int>{});
+      }
+      if (it->expert > 0 && edp_size() > 1) {
+        last = collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * it->expert,
+                          "dp.expert_param_gather", Phase::forward, 0, -1, chunk, false,
+                          last_compute_ >= 0 ? std::vector<int>{last_compute_} : std::vector<int>{});
+      }
+      if (last < 0) continue;
+      for (std::int64_t l : it->layers) gather_of_layer_[l] = last;
+      if (it->embedding) gather_of_embedding_ = last;
+      if (it->output) gather_of_output_ = last;
+    }
+  }
+  // Before the first forward use of parameters whose gather is still pending: wait for it.
+  void wait_param_gather(int& gather) {
+    if (gather >= 0) pending_.push_back(gather);
+    gather = -1;
+  }
 
   void finish_iteration() {
     const int final_compute = last_compute_;
-    std::vector<Bucket> buckets;
-    if (p_.zero < 3) {
-      // Megatron fills buckets in reverse parameter order (the order backward produces grads),
-      // one set of buckets per model chunk, the last chunk's first.
-      for (int c = p_.virtual_stages - 1; c >= 0; --c) {
-        const LayerRange r = stage_layers(m_, p_, me_.pp, c);
-        Bucket b;
-        b.chunk = c;
-        auto close = [&]() {
-          if (b.dense + b.expert > 0) buckets.push_back(b);
-          b = Bucket{};
-          b.chunk = c;
-        };
-        if (last_virtual(c)) {
-          b.dense += output_grad_params();
-          b.ready = output_done_;
-        }
-        for (std::int64_t l = r.last - 1; l >= r.first; --l) {
-          b.dense += layer_dense_params(l);
-          b.expert += layer_expert_params(l);
-          b.ready = layer_done_.at(l);
-          if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
-        }
-        if (first_virtual(c)) {
-          b.dense += embedding_params_on_rank(m_, p_.tp);
-          b.ready = embedding_done_;
-        }
-        close();
-      }
-    }
+    const std::vector<Bucket> buckets = gradient_buckets();
     // The step waits for the DP reductions and for any wait still open (the last stage-boundary send).
     std::vector<int> before_step = grad_ops_;
     before_step.insert(before_step.end(), pending_.begin(), pending_.end());
@@ -562,7 +612,8 @@ private:
     // the updated parameters after the step.
     for (const Bucket& b : buckets) {
       if (p_.zero == 2) break;
-      const int dep = p_.overlap_grad_reduce && b.ready >= 0 ? b.ready : final_compute;
+      const int ready = bucket_ready(b);
+      const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;
       if (b.dense > 0 && p_.dp * p_.cp > 1) {
         before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,
                                          b.chunk, false, {dep}));
@@ -612,7 +663,7 @@ private:
     pending_ = before_step;
     const int step =
         compute("optimizer.adam", ComputeClass::optimizer, 12 * owned, owned * (26 + p_.grad_bytes), O, -1, -1, 0);
-    if (p_.zero == 1 || p_.zero == 2) {
+    if ((p_.zero == 1 || p_.zero == 2) && !p_.overlap_param_gather) {
       for (const Bucket& b : buckets) {
         if (b.dense > 0 && p_.dp * p_.cp > 1) {
           collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * b.dense, "dp.param_gather", O, -1, -1, b.chunk,
@@ -642,6 +693,8 @@ private:
   std::map<std::int64_t, int> layer_done_;  // layer -> its last backward op (last micro-batch)
   int output_done_ = -1, embedding_done_ = -1;
   std::vector<int> grad_ops_;
+  std::map<std::int64_t, int> gather_of_layer_;  // --overlap-param-gather: layer -> its bucket's gather
+  int gather_of_embedding_ = -1, gather_of_output_ = -1;
 };
 
 }  // namespace

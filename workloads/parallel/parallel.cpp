@@ -92,6 +92,7 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.tp_backward_overlap = f.boolean_or("tp_backward_overlap", true);
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = f.boolean_or("overlap_param_gather", false);
   p.bucket_params = f.integer_or("bucket_params", 40'000'000, 1, std::int64_t{1} << 50);
   std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
   p.grad_bytes = gd == "bf16" ? 2 : 4;
@@ -167,6 +168,12 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("{} does not divide dp*cp = {} (Megatron rule)", p.ep, p.dp * p.cp));
     // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
     if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
+  }
+  if (p.overlap_param_gather && p.zero != 1 && p.zero != 2) {
+    bad("overlap_param_gather",
+        fmt::format("true needs the distributed optimizer's parameter all-gather (zero 1 or 2), "
+                    "but zero is {} (Megatron asserts the same)",
+                    p.zero));
   }
   if (p.zero == 3 && p.pp > 1) bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
   // DeepSpeed's pipeline engine refuses ZeRO-2 too (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are

@@ -59,6 +59,10 @@ struct ParallelConfig {
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
   bool overlap_grad_reduce = true;          // DP reduction starts per bucket as soon as backward produced it
+  // The distributed optimizer's parameter all-gathers run during the next forward, bucket by
+  // bucket before first use (Megatron-Core --overlap-param-gather, NeMo's default), instead of
+  // after the optimizer step. Needs zero 1 or 2.
+  bool overlap_param_gather = false;
   std::int64_t bucket_params = 40'000'000;  // Megatron DDP default bucket: max(4e7, 1e6*dp) params
   int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
 
