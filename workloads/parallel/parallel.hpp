@@ -63,7 +63,8 @@ struct ParallelConfig {
   // bucket before first use (Megatron-Core --overlap-param-gather, NeMo's default), instead of
   // after the optimizer step. Needs zero 1 or 2.
   bool overlap_param_gather = false;
-  std::int64_t bucket_params = 40'000'000;  // Megatron DDP default bucket: max(4e7, 1e6*dp) params
+  // DP bucket size in parameters: Megatron DDP's 4e7 (its default is max(4e7, 1e6*dp); not scaled here).
+  std::int64_t bucket_params = 40'000'000;
   int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
 
   int gpus() const { return tp * pp * dp * cp; }
