@@ -65,6 +65,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
   const double t = par.tp;
   const double n_dense = static_cast<double>(par.dp) * par.cp;                       // dense grads: DP x CP
   const double n_expert = static_cast<double>(par.tp) * par.dp * par.cp / par.ep;  // expert-DP group
+  const RankParams held(m, par.tp, par.pp, par.ep);
   MemoryEstimate est;
   for (int stage = 0; stage < par.pp; ++stage) {
     StageMemory sm;
@@ -73,16 +74,16 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
     for (int c = 0; c < par.virtual_stages; ++c) {
       LayerRange r = stage_layers(m, par, stage, c);
       for (std::int64_t l = r.first; l < r.last; ++l) {
-        const double layer_dense = layer_dense_params_on_rank(m, l, par.tp);
-        const double layer_expert = layer_expert_params_on_rank(m, l, par.ep);
+        const double layer_dense = held.layer_dense(l);
+        const double layer_expert = held.layer_expert(l);
         dense += layer_dense;
         expert += layer_expert;
         largest_layer = std::max(largest_layer, layer_dense + layer_expert);
         acts += activation_bytes_per_layer(m, par, l);
       }
     }
-    if (stage == 0) dense += embedding_params_on_rank(m, par.tp);
-    if (stage == par.pp - 1) dense += output_params_on_rank(m, par.pp, par.tp);
+    if (stage == 0) dense += held.embedding();
+    if (stage == par.pp - 1) dense += held.output();
     sm.params_dense = static_cast<std::int64_t>(dense);
     sm.params_expert = static_cast<std::int64_t>(expert);
     const int z = par.zero;

@@ -10,20 +10,33 @@
 
 namespace commstack::workloads {
 
-// Non-expert parameters of layer `l` on one TP rank (attention, dense MLP or the MoE layer's
-// shared experts and router, and the norms).
-double layer_dense_params_on_rank(const ModelSpec& m, std::int64_t l, int tp);
-// The part of those that every TP rank holds whole (norms, row-parallel biases, router): with
-// sequence parallelism each rank sees a different sequence shard, so Megatron all-reduces their
-// gradients over the TP group once per iteration.
-double layer_tp_replicated_params(const ModelSpec& m, std::int64_t l);
-// Routed-expert parameters of layer `l` on one EP rank (experts are split by EP, not by TP).
-double layer_expert_params_on_rank(const ModelSpec& m, std::int64_t l, int ep);
-// The input embedding on the first stage: the vocabulary split over TP, the learned position
-// table (s x h) whole.
-double embedding_params_on_rank(const ModelSpec& m, int tp);
-// The last stage's output layer and final norm. With tied embeddings and pp > 1 Megatron keeps a
-// copy of the word embeddings there; with pp = 1 the output layer is the embedding itself.
-double output_params_on_rank(const ModelSpec& m, int pp, int tp);
+class RankParams {
+ public:
+  RankParams(const ModelSpec& m, int tp, int pp, int ep)
+      : m_(m), pc_(count_params(m)), tp_(tp), pp_(pp), ep_(ep) {}
+
+  // Non-expert parameters of layer `l` on one TP rank (attention, dense MLP or the MoE layer's
+  // shared experts and router, and the norms).
+  double layer_dense(std::int64_t l) const;
+  // The part of those that every TP rank holds whole (norms, row-parallel biases, router): with
+  // sequence parallelism each rank sees a different sequence shard, so Megatron all-reduces their
+  // gradients over the TP group once per iteration.
+  double layer_tp_replicated(std::int64_t l) const;
+  // Routed-expert parameters of layer `l` on one EP rank (experts are split by EP, not by TP).
+  double layer_expert(std::int64_t l) const;
+  // The input embedding on the first stage: the vocabulary split over TP, the learned position
+  // table (s x h) whole.
+  double embedding() const;
+  // The last stage's output layer and final norm. With tied embeddings and pp > 1 Megatron keeps
+  // a copy of the word embeddings there; with pp = 1 the output layer is the embedding itself.
+  double output() const;
+  // One norm's parameters (every norm has the final norm's size).
+  double norm() const { return static_cast<double>(pc_.final_norm); }
+
+ private:
+  const ModelSpec& m_;
+  ParamCount pc_;
+  int tp_, pp_, ep_;
+};
 
 }  // namespace commstack::workloads

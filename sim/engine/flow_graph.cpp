@@ -22,6 +22,15 @@ void FlowGraph::add_dependency(int before, int after, Dep kind) {
   edges_.push_back(Edge{before, after, kind});
 }
 
+void FlowGraph::append(const FlowGraph& other) {
+  const int offset = size();
+  if (static_cast<long long>(offset) + other.size() > (1 << 30))
+    throw std::logic_error("FlowGraph: too many flows");
+  flows_.insert(flows_.end(), other.flows_.begin(), other.flows_.end());
+  groups_ = std::max(groups_, other.groups_);
+  for (const Edge& e : other.edges_) edges_.push_back(Edge{e.before + offset, e.after + offset, e.kind});
+}
+
 FlowGraph::Adjacency FlowGraph::adjacency() const {
   Adjacency adj;
   const auto n = flows_.size();

@@ -39,6 +39,8 @@ public:
   int add_flow(const Flow& flow);
   // `after` cannot start before `before` has arrived (or only been sent).
   void add_dependency(int before, int after, Dep kind = Dep::arrival);
+  // Adds every flow and dependency of `other` (its flow ids shifted past ours, groups kept).
+  void append(const FlowGraph& other);
 
   int size() const { return static_cast<int>(flows_.size()); }
   int group_count() const { return groups_; }

@@ -147,7 +147,7 @@ double CommCosts::simulate(const std::vector<std::vector<int>>& groups, workload
       for (std::size_t i = 0; i < specs.size(); ++i) t = std::max(t, run_alone(graphs[i], footprints[i]));
     } else {
       FlowGraph graph;
-      for (const auto& spec : specs) add_collective(graph, sim_.topology(), spec);
+      for (const FlowGraph& g : graphs) graph.append(g);
       const RunResult r = sim_.run(graph);
       t = r.duration_s;
       ++simulations_;

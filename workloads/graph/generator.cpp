@@ -37,19 +37,20 @@ std::int64_t make_tag(TagKind kind, std::int64_t mb, std::int64_t where, std::in
 // collective (TP, EP, ZeRO-3 gather, a recv) is waited on by the next compute op.
 class RankEmitter {
 public:
- RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
-     : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)) {
-   tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
-   dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
-   if (m_.moe) {
-     ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
-     edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
-   }
-   sp_ = p_.sequence_parallel && p_.tp > 1;
-   t_ = p_.tp;
-   tokens_ = static_cast<double>(p_.micro_batch) * static_cast<double>(p_.seq) / p_.cp;
-   hidden_bytes_ = tokens_ * static_cast<double>(m_.hidden) * p_.activation_bytes();
- }
+  RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
+      : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)), held_(m, p.tp, p.pp, p.ep) {
+    tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
+    dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
+    if (m_.moe) {
+      ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
+      edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
+    }
+    sp_ = p_.sequence_parallel && p_.tp > 1;
+    t_ = p_.tp;
+    tokens_ = static_cast<double>(p_.micro_batch) * static_cast<double>(p_.seq) / p_.cp;
+    hidden_bytes_ = tokens_ * static_cast<double>(m_.hidden) * p_.activation_bytes();
+    buckets_ = gradient_buckets();
+  }
 
   void run() {
     const auto steps = pipeline_schedule(p_.pp, me_.pp, p_.micro_batches(), p_.virtual_stages);
@@ -160,9 +161,14 @@ private:
     return op.id;
   }
 
+  // Dependencies of an op posted at this point of the rank's program: the compute before it.
+  std::vector<int> after_last_compute() const {
+    return last_compute_ >= 0 ? std::vector<int>{last_compute_} : std::vector<int>{};
+  }
+
   // ---- parameters on this rank ---------------------------------------------------------------
-  double layer_dense_params(std::int64_t l) const { return layer_dense_params_on_rank(m_, l, p_.tp); }
-  double layer_expert_params(std::int64_t l) const { return layer_expert_params_on_rank(m_, l, p_.ep); }
+  double layer_dense_params(std::int64_t l) const { return held_.layer_dense(l); }
+  double layer_expert_params(std::int64_t l) const { return held_.layer_expert(l); }
   int virtual_stage(int chunk) const { return chunk * p_.pp + me_.pp; }
   bool first_virtual(int chunk) const { return virtual_stage(chunk) == 0; }
   bool last_virtual(int chunk) const { return virtual_stage(chunk) == p_.pp * p_.virtual_stages - 1; }
@@ -426,10 +432,7 @@ private:
   // before the next compute (p2p_communication's wait on every request). The interleaved schedule
   // keeps its receives posted ahead and its sends unwaited (overlap_p2p_comm, as NeMo runs it).
   bool p2p_waits() const { return p_.virtual_stages == 1; }
-  std::vector<int> p2p_recv_deps() const {
-    if (p2p_waits() && last_compute_ >= 0) return {last_compute_};
-    return {};
-  }
+  std::vector<int> p2p_recv_deps() const { return p2p_waits() ? after_last_compute() : std::vector<int>{}; }
   void p2p_send(int id) {
     if (p2p_waits()) pending_.push_back(id);
   }
@@ -446,7 +449,7 @@ private:
       p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
     } else {
       const double bytes = hidden_bytes_;
-      zero3_gather_params(embedding_params_on_rank(m_, p_.tp), "zero3.gather_embedding", Phase::forward, mb,
+      zero3_gather_params(held_.embedding(), "zero3.gather_embedding", Phase::forward, mb,
                           chunk);
       wait_param_gather(gather_of_embedding_);
       compute("embedding", ComputeClass::elementwise, 0, bytes, Phase::forward, mb, -1, chunk);
@@ -469,7 +472,7 @@ private:
 
   // The output layer's gradients this rank holds (the final norm, and the output projection unless
   // it is the embedding's, tied on the same stage).
-  double output_grad_params() const { return output_params_on_rank(m_, p_.pp, p_.tp); }
+  double output_grad_params() const { return held_.output(); }
 
   // ZeRO-2 and ZeRO-3: the embedding's and the output layer's gradients, reduce-scattered every
   // micro-batch like the layers' (layer_backward).
@@ -509,10 +512,10 @@ private:
     for (std::int64_t l = r.last - 1; l >= r.first; --l) layer_backward(l, mb, chunk);
     if (first_virtual(chunk)) {
       tp_gather("tp.all_gather.embedding_grad", B, mb, -1, chunk);
-      zero3_gather_params(embedding_params_on_rank(m_, p_.tp), "zero3.gather_embedding", B, mb, chunk);
+      zero3_gather_params(held_.embedding(), "zero3.gather_embedding", B, mb, chunk);
       compute("embedding.bwd", ComputeClass::elementwise, 0, hidden_bytes_, B, mb, -1, chunk);
       if (mb == p_.micro_batches() - 1) embedding_done_ = last_compute_;
-      zero_reduce_scatter(embedding_params_on_rank(m_, p_.tp), "zero2.reduce_scatter_embedding_grads",
+      zero_reduce_scatter(held_.embedding(), "zero2.reduce_scatter_embedding_grads",
                           "zero3.reduce_scatter_embedding_grads", mb, chunk);
     } else {
       const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
@@ -554,7 +557,7 @@ private:
         if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
       }
       if (first_virtual(c)) {
-        b.dense += embedding_params_on_rank(m_, p_.tp);
+        b.dense += held_.embedding();
         b.embedding = true;
       }
       close();
@@ -574,19 +577,18 @@ private:
   // param_sync_func and forward pre-hooks). In steady state this is the previous step's gather.
   void start_param_gathers(int chunk) {
     if (!p_.overlap_param_gather || p_.dp * p_.cp <= 1) return;
-    const std::vector<Bucket> buckets = gradient_buckets();
-    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
       if (it->chunk != chunk) continue;
       int last = -1;
       if (it->dense > 0) {
         last = collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * it->dense, "dp.param_gather",
                           Phase::forward, 0, -1, chunk, false,
-                          last_compute_ >= 0 ? std::vector<int>{last_compute_} : std::vector<int>{});
+                          after_last_compute());
       }
       if (it->expert > 0 && edp_size() > 1) {
         last = collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * it->expert,
                           "dp.expert_param_gather", Phase::forward, 0, -1, chunk, false,
-                          last_compute_ >= 0 ? std::vector<int>{last_compute_} : std::vector<int>{});
+                          after_last_compute());
       }
       if (last < 0) continue;
       for (std::int64_t l : it->layers) gather_of_layer_[l] = last;
@@ -602,7 +604,6 @@ private:
 
   void finish_iteration() {
     const int final_compute = last_compute_;
-    const std::vector<Bucket> buckets = gradient_buckets();
     // The step waits for the DP reductions and for any wait still open (the last stage-boundary send).
     std::vector<int> before_step = grad_ops_;
     before_step.insert(before_step.end(), pending_.begin(), pending_.end());
@@ -610,7 +611,7 @@ private:
     const Collective reduce = p_.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
     // ZeRO-2 reduced every micro-batch's gradients during the backward; its buckets only gather
     // the updated parameters after the step.
-    for (const Bucket& b : buckets) {
+    for (const Bucket& b : buckets_) {
       if (p_.zero == 2) break;
       const int ready = bucket_ready(b);
       const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;
@@ -630,8 +631,8 @@ private:
       double replicated = 0;
       for (int c = 0; c < p_.virtual_stages; ++c) {
         const LayerRange r = stage_layers(m_, p_, me_.pp, c);
-        for (std::int64_t l = r.first; l < r.last; ++l) replicated += layer_tp_replicated_params(m_, l);
-        if (last_virtual(c)) replicated += static_cast<double>(count_params(m_).final_norm);
+        for (std::int64_t l = r.first; l < r.last; ++l) replicated += held_.layer_tp_replicated(l);
+        if (last_virtual(c)) replicated += held_.norm();  // the final norm
       }
       before_step.push_back(collective(Stream::tp, Collective::all_reduce, tp_comm_,
                                        p_.grad_bytes * replicated, "tp.all_reduce.sequence_parallel_grads", O,
@@ -652,7 +653,7 @@ private:
     double dense = 0, expert = 0;
     for (int c = 0; c < p_.virtual_stages; ++c) {
       if (last_virtual(c)) dense += output_grad_params();
-      if (first_virtual(c)) dense += embedding_params_on_rank(m_, p_.tp);
+      if (first_virtual(c)) dense += held_.embedding();
       const LayerRange r = stage_layers(m_, p_, me_.pp, c);
       for (std::int64_t l = r.first; l < r.last; ++l) {
         dense += layer_dense_params(l);
@@ -664,7 +665,7 @@ private:
     const int step =
         compute("optimizer.adam", ComputeClass::optimizer, 12 * owned, owned * (26 + p_.grad_bytes), O, -1, -1, 0);
     if ((p_.zero == 1 || p_.zero == 2) && !p_.overlap_param_gather) {
-      for (const Bucket& b : buckets) {
+      for (const Bucket& b : buckets_) {
         if (b.dense > 0 && p_.dp * p_.cp > 1) {
           collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * b.dense, "dp.param_gather", O, -1, -1, b.chunk,
                      false, {step});
@@ -683,6 +684,8 @@ private:
   OpGraph& g_;
   int rank_;
   RankCoord me_;
+  RankParams held_;                // what this rank holds of the model
+  std::vector<Bucket> buckets_;    // DP gradient buckets, fixed by the model and the config
   int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1;
   bool sp_ = false;
   double t_ = 1, tokens_ = 0, hidden_bytes_ = 0;
