@@ -32,6 +32,8 @@ struct TrainOptions {
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
   std::string grad_dtype = "bf16";
+  std::string first_stage_layers, last_stage_layers;
+  bool embedding_in_split = false, loss_in_split = false;
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
   std::string format = "text", trace;
@@ -54,6 +56,19 @@ int derived_dp(const workloads::ParallelConfig& par, std::int64_t gpus) {
   fmt::print(stderr, "commstack: note: --dp not given: {} GPUs / (tp {} x pp {} x cp {}) = dp {}\n", gpus,
              par.tp, par.pp, par.cp, dp);
   return dp;
+}
+
+// The label's note on an uneven pipeline split: the layers of each stage, as Megatron builds them
+// (first, a middle and the last stage; with virtual stages, the layers of every chunk of a stage).
+std::string pipeline_split_label(const workloads::ModelSpec& model, const workloads::ParallelConfig& par) {
+  if (!workloads::uneven_split(par)) return "";
+  auto stage = [&](int s) {
+    std::int64_t n = 0;
+    for (int c = 0; c < par.virtual_stages; ++c) n += workloads::chunk_layer_count(model, par, s, c);
+    return n;
+  };
+  if (par.pp == 2) return fmt::format(" stage layers first {} last {}", stage(0), stage(1));
+  return fmt::format(" stage layers first {} middle {} last {}", stage(0), stage(1), stage(par.pp - 1));
 }
 
 void run(const TrainOptions& o) {
@@ -83,6 +98,13 @@ void run(const TrainOptions& o) {
   par.grad_bytes = grad_bytes_option(o.grad_dtype);
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
+  if (!o.first_stage_layers.empty())
+    par.first_stage_layers =
+        parse_int(o.first_stage_layers, "--decoder-first-pipeline-num-layers", 1, 100000);
+  if (!o.last_stage_layers.empty())
+    par.last_stage_layers = parse_int(o.last_stage_layers, "--decoder-last-pipeline-num-layers", 1, 100000);
+  par.embedding_in_split = o.embedding_in_split;
+  par.loss_in_split = o.loss_in_split;
   par.sequence_parallel = o.sequence_parallel;
   if (o.format != "text" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text or json", o.format));
@@ -105,7 +127,9 @@ void run(const TrainOptions& o) {
                model.name, model.vocab, padded);
     model.vocab = padded;
   }
-  workloads::validate(model, par, topo.gpu_count(), "train options (--tp/--pp/--dp/--cp/--ep/--*-batch/--seq)");
+  workloads::validate(
+      model, par, topo.gpu_count(),
+      "train options (--tp/--pp/--dp/--cp/--ep/--*-batch/--seq/--decoder-*-pipeline-num-layers)");
 
   sim::train::TrainSetup setup;
   setup.model = model;
@@ -132,6 +156,7 @@ void run(const TrainOptions& o) {
                              to_string(par.recompute), to_string(par.attention),
                              par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
+  label.config += pipeline_split_label(model, par);
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -184,6 +209,15 @@ void register_train(CLI::App& app) {
   sub->add_option("--grad-dtype", opts->grad_dtype,
                   "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
                   "--accumulate-allreduce-grads-in-fp32)");
+  sub->add_option(
+      "--decoder-first-pipeline-num-layers", opts->first_stage_layers,
+      "Transformer layers of the first pipeline stage (uneven split; the middle stages share the rest)");
+  sub->add_option("--decoder-last-pipeline-num-layers", opts->last_stage_layers,
+                  "Transformer layers of the last pipeline stage (uneven split)");
+  sub->add_flag("--account-for-embedding-in-pipeline-split", opts->embedding_in_split,
+                "Count the embedding as one layer of the first stage in the pipeline split");
+  sub->add_flag("--account-for-loss-in-pipeline-split", opts->loss_in_split,
+                "Count the loss (output layer) as one layer of the last stage in the pipeline split");
   sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");

@@ -18,5 +18,8 @@ PY
 }
 run gpt3-175b-1024 --cluster dgx-a100 --nodes 128 --model korthikanti-175b --tp 8 --pp 8 --dp 16 \
   --global-batch 1536 --micro-batch 1 --recompute full
-run llama3-405b-16384 --cluster dgx-h100 --nodes 2048 --model "$here/llama3-405b-128l.json" --tp 8 --pp 16 --dp 128 \
-  --global-batch 2048 --micro-batch 1 --recompute full --sequence-parallel --zero 1
+# Llama 3 405B's 126 layers over 16 stages: the embedding and the loss count as one layer each
+# (Megatron's --account-for-*-in-pipeline-split, as Megatron-Bridge's 405B recipes run it).
+run llama3-405b-16384 --cluster dgx-h100 --nodes 2048 --model llama3-405b --tp 8 --pp 16 --dp 128 \
+  --global-batch 2048 --micro-batch 1 --recompute full --sequence-parallel --zero 1 \
+  --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split

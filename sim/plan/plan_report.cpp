@@ -19,6 +19,18 @@ std::string rules(const Enumeration& e) {
 
 const char* on_off(bool b) { return b ? "on" : "off"; }
 
+// How the layers split over the stages: evenly, or with the embedding and the loss counted as
+// layers (the only uneven split the planner tries, search_space.cpp).
+bool counts_ends(const workloads::ParallelConfig& p) {
+  return p.embedding_in_split && p.loss_in_split;
+}
+const char* split_name(const workloads::ParallelConfig& p) {
+  return counts_ends(p) ? "embedding+loss" : "even";
+}
+std::string pp_cell(const workloads::ParallelConfig& p) {
+  return fmt::format("{}{}", p.pp, counts_ends(p) ? "+" : "");
+}
+
 }  // namespace
 
 std::string summary_line(const PlanResult& r) {
@@ -48,35 +60,44 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
                    "rank", "tp", "pp", "vs", "dp", "cp", "ep", "zero", "mb", "sp", "recompute", "iter_s", "bound_s",
                    "tokens/s", "TFLOP/s", "hwTFLOP", "MFU%", "mem_GiB", "compute", "tp", "cp", "ep", "dp", "pp", "tail"));
   int rank = 0;
+  bool marked = false;
   for (const PlanEntry& e : r.ranked) {
     const auto& p = e.candidate.par;
     const auto& t = e.result;
     const auto& b = t.breakdown;
-    line(fmt::format("{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9.4f} {:>9.4f} {:>10.0f} {:>7.1f} "
-                     "{:>7.1f} {:>6.1f} {:>7.1f} {:>8.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f}",
-                     ++rank, p.tp, p.pp, p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
-                     on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
-                     t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, 100 * t.mfu,
-                     e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail));
+    marked = marked || counts_ends(p);
+    line(fmt::format(
+        "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9.4f} {:>9.4f} {:>10.0f} "
+        "{:>7.1f} {:>7.1f} {:>6.1f} {:>7.1f} {:>8.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f}",
+        ++rank, p.tp, pp_cell(p), p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
+        on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
+        t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, 100 * t.mfu,
+        e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail));
   }
+  if (marked)
+    line(
+        "# pp+: the layers split over the stages with the embedding and the loss counted as one layer each "
+        "(Megatron --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split)");
   return out;
 }
 
 std::string format_csv(const PlanResult& r) {
   std::string out =
       "rank,tp,pp,vs,dp,cp,ep,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,tokens_per_s,"
-      "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,memory_gib,compute_s,tp_s,cp_s,ep_s,dp_s,pp_s,tail_s\n";
+      "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,memory_gib,compute_s,tp_s,cp_s,ep_s,dp_s,pp_s,tail_s,"
+      "pipeline_split\n";
   int rank = 0;
   for (const PlanEntry& e : r.ranked) {
     const auto& p = e.candidate.par;
     const auto& t = e.result;
     const auto& b = t.breakdown;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},{:.9f},{:.9f},{:.9f},"
-                       "{:.9f},{:.9f},{:.9f},{:.9f}\n",
-                       ++rank, p.tp, p.pp, p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
-                       on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
-                       t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, t.mfu,
-                       e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},"
+        "{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{}\n",
+        ++rank, p.tp, p.pp, p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
+        on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
+        t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, t.mfu,
+        e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail, split_name(p));
   }
   return out;
 }
@@ -113,6 +134,7 @@ nlohmann::ordered_json to_json(const PlanResult& r, const PlanLabel& label) {
     row["tp"] = p.tp;
     row["pp"] = p.pp;
     row["virtual_stages"] = p.virtual_stages;
+    row["pipeline_split"] = split_name(p);
     row["dp"] = p.dp;
     row["cp"] = p.cp;
     row["ep"] = p.ep;

@@ -71,10 +71,15 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
                      std::int64_t seq, int tp, int cp, int pp, double memory_capacity_bytes,
                      std::vector<Rejected>* rejected) {
   const int dp = gpus / tp / cp / pp;
+  // A pp the layers do not split over evenly may split them once the embedding and the loss count
+  // as one layer each (Megatron's account_for_embedding/loss_in_pipeline_split, as Megatron-Bridge
+  // runs Llama 3 405B's 126 layers over PP 8 and 16).
+  const bool count_ends = m.layers % pp != 0 && (m.layers + 2) % pp == 0;
+  const std::int64_t split_layers = m.layers + (count_ends ? 2 : 0);
   std::vector<int> vss = {1};
   if (pp > 1) {
     for (std::int64_t v = 2; v <= space.max_vs; ++v) {
-      if (m.layers % (pp * v) == 0) vss.push_back(static_cast<int>(v));
+      if (split_layers % (pp * v) == 0) vss.push_back(static_cast<int>(v));
     }
   }
   std::vector<int> eps = {1};
@@ -97,6 +102,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
   par.tp = tp;
   par.cp = cp;
   par.pp = pp;
+  par.embedding_in_split = par.loss_in_split = count_ends;
   par.dp = dp;
   par.global_batch = space.global_batch;
   par.seq = seq;
@@ -157,6 +163,11 @@ Enumeration enumerate_candidates(const ModelSpec& model, int gpus, int gpus_per_
       for (std::int64_t p : divisors(m.layers)) {
         if ((gpus / tp / cp) % p == 0) pps.push_back(static_cast<int>(p));
       }
+      // And those that split the layers with the embedding and the loss counted (enumerate_split).
+      for (std::int64_t p : divisors(m.layers + 2)) {
+        if (m.layers % p != 0 && (gpus / tp / cp) % p == 0) pps.push_back(static_cast<int>(p));
+      }
+      std::sort(pps.begin(), pps.end());
       for (int pp : or_default(space.pp, pps)) {
         if (pp < 1 || (gpus / tp / cp) % pp != 0) continue;
         enumerate_split(out, m, space, gpus, seq, tp, cp, pp, memory_capacity_bytes, rejected);

@@ -112,6 +112,10 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["pp"] = p.pp;
   defaults["schedule"] = workloads::to_string(p.schedule);
   defaults["virtual_stages"] = p.virtual_stages;
+  // The uneven stage sizes have no neutral value to write (Megatron wants them > 0 when set): a
+  // variant can change them where the baseline sets them.
+  defaults["account_for_embedding_in_pipeline_split"] = p.embedding_in_split;
+  defaults["account_for_loss_in_pipeline_split"] = p.loss_in_split;
   defaults["dp"] = p.dp;
   defaults["zero"] = p.zero;
   defaults["cp"] = p.cp;

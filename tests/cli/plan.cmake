@@ -8,6 +8,11 @@ commstack_cli_test(NAME plan.csv
 commstack_cli_test(NAME plan.json
   ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 2 --format json
   MATCH "\"pruned_by_bound\": [0-9]+.*\"ranked\": \\[.*\"rank\": 2")
+# Llama 3 405B's 126 layers do not split over PP 16; with the embedding and the loss counted as
+# layers (Megatron's account_for_*_in_pipeline_split) they do: the row says so.
+commstack_cli_test(NAME plan.embedding_loss_split
+  ARGS plan --cluster dgx-h100 --nodes 16 --model llama3-405b --tp 8 --pp 16 --cp 1 --zero 0 --micro-batch 1 --recompute full --global-batch 16 --seq 4096 --virtual-stages 1 --sequence-parallel on --format csv
+  MATCH ",tail_s,pipeline_split.*1,8,16,1,1,1,1,0,1,on,full,[0-9.,]+,embedding[+]loss")
 commstack_cli_error_test(NAME plan.unknown_model
   ARGS plan --cluster dgx-a100 --nodes 1 --model gpt-7
   MATCH "gpt-7")

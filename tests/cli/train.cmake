@@ -19,6 +19,19 @@ commstack_cli_error_test(NAME train.dp_not_derivable
 commstack_cli_error_test(NAME train.tp_not_dividing_heads
   ARGS train --cluster dgx-a100 --nodes 5 --model megatron-1.7b --tp 5 --pp 1 --dp 8
   MATCH "tp.*does not divide the 24 attention heads")
+# Uneven stages (Megatron --decoder-first/last-pipeline-num-layers): 3 + 9 + 9 + 3 layers.
+commstack_cli_test(NAME train.uneven_stages
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 8 --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3
+  MATCH "stage layers first 3 middle 9 last 3.*iteration time")
+commstack_cli_test(NAME train.embedding_loss_in_split
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 8 --pp 2 --global-batch 8 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
+  MATCH "stage layers first 12 last 12")
+commstack_cli_error_test(NAME train.uneven_stages_not_splitting
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 4 --pp 4 --decoder-first-pipeline-num-layers 4
+  MATCH "num_layers_in_first_pipeline_stage: the 20 layers left are not a multiple of middle stages x virtual_stages = 3 x 1")
+commstack_cli_error_test(NAME train.embedding_in_split_not_dividing
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 4 --pp 4 --account-for-embedding-in-pipeline-split
+  MATCH "pp[*]virtual_stages = 4[*]1 = 4 does not divide the 25 layers of megatron-1.7b [(]with the embedding / loss counted as layers[)]")
 commstack_cli_error_test(NAME train.pp_not_dividing_layers
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 1 --pp 16 --dp 1
   MATCH "pp.*does not divide the 24 layers")

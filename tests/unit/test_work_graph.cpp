@@ -132,11 +132,19 @@ TEST_CASE("work: interleaved schedule follows Megatron's warm-up and chunk order
 
 TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic across ranks, FLOPs equal the closed form") {
   ModelSpec m = tiny_gpt();
-  for (const char* text : {
-           R"({"tp":2,"sequence_parallel":true,"pp":4,"dp":2,"micro_batch":2,"global_batch":16})",
-           R"({"tp":2,"pp":2,"schedule":"interleaved","virtual_stages":2,"dp":2,"zero":1,"micro_batch":1,"global_batch":8,"recompute":"full"})",
-           R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":4,"recompute":"selective"})",
-           R"({"pp":4,"cp":2,"micro_batch":1,"global_batch":4,"overlap_grad_reduce":false,"bucket_params":100000})"}) {
+  for (
+      const char* text :
+      {R"({"tp":2,"sequence_parallel":true,"pp":4,"dp":2,"micro_batch":2,"global_batch":16})",
+       R"({"tp":2,"pp":2,"schedule":"interleaved","virtual_stages":2,"dp":2,"zero":1,"micro_batch":1,"global_batch":8,"recompute":"full"})",
+       R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":4,"recompute":"selective"})",
+       R"({"pp":4,"cp":2,"micro_batch":1,"global_batch":4,"overlap_grad_reduce":false,"bucket_params":100000})",
+       // Uneven stages: 2 + 3 + 3 layers; the embedding and the loss counted as layers (4 + 4);
+       // and model chunks with no transformer layer at all (the embedding's, the loss's).
+       R"({"pp":3,"num_layers_in_first_pipeline_stage":2,"micro_batch":1,"global_batch":4})",
+       R"({"pp":2,"dp":2,"zero":1,"overlap_param_gather":true,"account_for_embedding_in_pipeline_split":true,
+               "account_for_loss_in_pipeline_split":true,"micro_batch":1,"global_batch":4,"bucket_params":100000})",
+       R"({"pp":5,"schedule":"interleaved","virtual_stages":2,"account_for_embedding_in_pipeline_split":true,
+               "account_for_loss_in_pipeline_split":true,"micro_batch":1,"global_batch":5})"}) {
     INFO(text);
     ParallelConfig p = cfg(m, text);
     OpGraph g = generate_op_graph(m, p);

@@ -1,6 +1,7 @@
 #include "workloads/parallel/parallel.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,62 @@ std::vector<Dim> parse_order(JsonFields& f, const std::string& text) {
   return out;
 }
 
+// Megatron-Core's rules for splitting the layers over pipeline stages and model chunks
+// (TransformerConfig.__post_init__, get_num_layers_to_build), each with the numbers that break it.
+template <class Bad>
+void check_layer_split(const ModelSpec& m, const ParallelConfig& p, const Bad& bad) {
+  const std::int64_t vs = p.virtual_stages, pp = p.pp, l = m.layers;
+  const bool first = p.first_stage_layers > 0, last = p.last_stage_layers > 0;
+  if ((first || last) && (p.embedding_in_split || p.loss_in_split)) {
+    bad(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
+        "cannot be set together with account_for_embedding/loss_in_pipeline_split (Megatron refuses it too)");
+  }
+  if ((first || last || p.embedding_in_split || p.loss_in_split) && pp < 2) {
+    bad(first                  ? "num_layers_in_first_pipeline_stage"
+        : last                 ? "num_layers_in_last_pipeline_stage"
+        : p.embedding_in_split ? "account_for_embedding_in_pipeline_split"
+                               : "account_for_loss_in_pipeline_split",
+        "an uneven pipeline split needs pp >= 2");
+  }
+  if (first || last) {
+    for (const auto& [set, n, field] :
+         {std::tuple{first, p.first_stage_layers, "num_layers_in_first_pipeline_stage"},
+          std::tuple{last, p.last_stage_layers, "num_layers_in_last_pipeline_stage"}}) {
+      if (set && n % vs != 0)
+        bad(field,
+            fmt::format("{} is not a multiple of virtual_stages = {} (each model chunk of the stage gets "
+                        "the same number of layers)",
+                        n, vs));
+    }
+    const std::int64_t rest = l - p.first_stage_layers - p.last_stage_layers;
+    const std::int64_t middle = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    const char* field = last ? "num_layers_in_last_pipeline_stage" : "num_layers_in_first_pipeline_stage";
+    if (rest < 0)
+      bad(field, fmt::format("the first and last stages take {} layers but {} has {}", l - rest, m.name, l));
+    if ((rest > 0) != (middle > 0)) {
+      bad(field,
+          fmt::format("{} layers are left for the {} middle stages of pp = {} (expected both zero or both "
+                      "positive)",
+                      rest, middle, pp));
+    }
+    if (middle > 0 && rest % (middle * vs) != 0) {
+      bad(field,
+          fmt::format("the {} layers left are not a multiple of middle stages x virtual_stages = {} x {}",
+                      rest, middle, vs));
+    }
+    return;
+  }
+  const std::int64_t counted = l + (p.embedding_in_split ? 1 : 0) + (p.loss_in_split ? 1 : 0);
+  if (counted % (pp * vs) != 0) {
+    const bool extra = counted != l;
+    bad("pp", fmt::format("pp*virtual_stages = {}*{} = {} does not divide the {} layers of {}{}", pp, vs,
+                          pp * vs, counted, m.name,
+                          extra ? " (with the embedding / loss counted as layers)"
+                                : " (uneven stages: num_layers_in_first/last_pipeline_stage, or "
+                                  "account_for_embedding/loss_in_pipeline_split)"));
+  }
+}
+
 }  // namespace
 
 ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where) {
@@ -69,6 +126,11 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b" ? PipelineSchedule::one_f_one_b
                                                                                   : PipelineSchedule::interleaved;
   p.virtual_stages = static_cast<int>(f.integer_or("virtual_stages", 1, 1, kMaxWays));
+  // Megatron-Core's TransformerConfig names; a set stage size must be > 0, as Megatron checks.
+  p.first_stage_layers = f.integer_or("num_layers_in_first_pipeline_stage", 0, 1, 100000);
+  p.last_stage_layers = f.integer_or("num_layers_in_last_pipeline_stage", 0, 1, 100000);
+  p.embedding_in_split = f.boolean_or("account_for_embedding_in_pipeline_split", false);
+  p.loss_in_split = f.boolean_or("account_for_loss_in_pipeline_split", false);
   p.dp = static_cast<int>(f.integer_or("dp", 1, 1, kMaxWays));
   p.zero = static_cast<int>(f.integer_or("zero", 0, 0, 3));
   if (f.has("fsdp")) {
@@ -132,11 +194,7 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     if (p.pp < 2) bad("schedule", "the interleaved schedule needs pp >= 2");
     if (p.virtual_stages < 2) bad("virtual_stages", fmt::format("{}: the interleaved schedule needs >= 2", p.virtual_stages));
   }
-  const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
-  if (m.layers % chunks != 0) {
-    bad("pp", fmt::format("pp*virtual_stages = {}*{} = {} does not divide the {} layers of {}", p.pp, p.virtual_stages,
-                          chunks, m.layers, m.name));
-  }
+  check_layer_split(m, p, bad);
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
     bad("global_batch", fmt::format("{} is not a multiple of micro_batch*dp = {}*{}", p.global_batch, p.micro_batch, p.dp));
   }
@@ -182,10 +240,37 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     bad("zero", "ZeRO-2 together with pipeline parallelism is not supported (as in DeepSpeed)");
 }
 
+bool uneven_split(const ParallelConfig& par) {
+  return par.first_stage_layers > 0 || par.last_stage_layers > 0 || par.embedding_in_split ||
+         par.loss_in_split;
+}
+
+std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
+  const std::int64_t vs = par.virtual_stages;
+  if (par.first_stage_layers > 0 || par.last_stage_layers > 0) {
+    if (stage == 0 && par.first_stage_layers > 0) return par.first_stage_layers / vs;
+    if (stage == par.pp - 1 && par.last_stage_layers > 0) return par.last_stage_layers / vs;
+    const std::int64_t middle =
+        par.pp - (par.first_stage_layers > 0 ? 1 : 0) - (par.last_stage_layers > 0 ? 1 : 0);
+    if (middle <= 0) return 0;  // unreachable: with no middle stage every stage is the first or the last
+    return (model.layers - par.first_stage_layers - par.last_stage_layers) / (middle * vs);
+  }
+  // Even split, the embedding and the loss each counting as one layer where asked.
+  const std::int64_t counted = model.layers + (par.embedding_in_split ? 1 : 0) + (par.loss_in_split ? 1 : 0);
+  std::int64_t n = counted / (std::int64_t{par.pp} * vs);
+  if (par.embedding_in_split && stage == 0 && chunk == 0) --n;
+  if (par.loss_in_split && stage == par.pp - 1 && chunk == vs - 1) --n;
+  return n;
+}
+
 LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
-  const std::int64_t per_chunk = model.layers / (std::int64_t{par.pp} * par.virtual_stages);
-  const std::int64_t virtual_stage = std::int64_t{chunk} * par.pp + stage;
-  return {virtual_stage * per_chunk, (virtual_stage + 1) * per_chunk};
+  // The layers follow the virtual stages in order: all chunks before this one, stage by stage.
+  std::int64_t first = 0;
+  for (int c = 0; c <= chunk; ++c) {
+    for (int s = 0; s < par.pp && !(c == chunk && s == stage); ++s)
+      first += chunk_layer_count(model, par, s, c);
+  }
+  return {first, first + chunk_layer_count(model, par, stage, chunk)};
 }
 
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage) {

@@ -37,6 +37,16 @@ struct ParallelConfig {
   int pp = 1;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule; 1 for 1F1B)
+  // Uneven pipeline stages (Megatron-Core TransformerConfig, docs/workloads.md): the transformer
+  // layers of the first / last stage (0: not set, the even split), the other stages share the rest
+  // evenly (--decoder-first/last-pipeline-num-layers). Or the embedding and / or the loss count as
+  // one layer each in an even split, so the first / last model chunk builds one transformer layer
+  // fewer (--account-for-embedding/loss-in-pipeline-split: Llama 3 405B's 126 layers + 2 = 128
+  // over PP 8 or 16). The two ways are exclusive, as in Megatron.
+  std::int64_t first_stage_layers = 0;
+  std::int64_t last_stage_layers = 0;
+  bool embedding_in_split = false;
+  bool loss_in_split = false;
   int dp = 1;
   int zero = 0;            // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
   int cp = 1;
@@ -80,12 +90,17 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
 ParallelConfig load_parallel_file(const std::string& path);
 
 // Layers [first, last) of pipeline stage `stage`, model chunk `chunk` (0 for 1F1B). Megatron's
-// interleaved assignment: chunk c of stage s is virtual stage c*pp + s.
+// interleaved assignment: chunk c of stage s is virtual stage c*pp + s, and the layers follow the
+// virtual stages in order (get_transformer_layer_offset). Uneven splits as set in ParallelConfig.
 struct LayerRange {
   std::int64_t first = 0, last = 0;
   std::int64_t count() const { return last - first; }
 };
 LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
+// Transformer layers of one model chunk (get_num_layers_to_build); stage_layers(...).count().
+std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
+// True where the split is not the plain even one (first/last stage layers or embedding/loss set).
+bool uneven_split(const ParallelConfig& par);
 // Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
 // Megatron's warm-up (pp - stage - 1)*2 + (vs - 1)*pp, plus the first steady-state forward).
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage);
