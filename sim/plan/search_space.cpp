@@ -86,7 +86,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
   if (m.moe) {
     eps.clear();
     for (std::int64_t e : divisors(m.moe->experts)) {
-      if ((std::int64_t{dp} * cp) % e == 0) eps.push_back(static_cast<int>(e));
+      if ((std::int64_t{tp} * cp * dp) % e == 0) eps.push_back(static_cast<int>(e));
     }
   }
   const std::vector<int> zeros = dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};

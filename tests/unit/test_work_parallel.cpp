@@ -48,7 +48,7 @@ TEST_CASE("work: parallel validation names the broken rule") {
   check(gpt, R"({"cp":3,"micro_batch":1,"global_batch":1})", -1, "2*cp = 6 does not divide seq = 2048");
   check(gpt, R"({"ep":2,"dp":2,"micro_batch":1,"global_batch":2})", -1, "has no experts");
   check(mix, R"({"ep":3,"dp":3,"micro_batch":1,"global_batch":3})", -1, "does not divide the 8 experts");
-  check(mix, R"({"ep":4,"dp":2,"micro_batch":1,"global_batch":2})", -1, "does not divide dp*cp = 2");
+  check(mix, R"({"ep":4,"dp":2,"micro_batch":1,"global_batch":2})", -1, "does not divide tp*cp*dp = 2");
   check(mix, R"({"tp":2,"micro_batch":1,"global_batch":1})", -1, "need sequence_parallel true");
   check(gpt, R"({"pp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":2})", -1, "ZeRO-3");
   // Gradient accumulation the op graph cannot hold (it grew to 3 GB and std::bad_alloc before).
@@ -90,15 +90,37 @@ TEST_CASE("work: Megatron rank order puts TP innermost, then CP, DP, PP") {
   CHECK(M.group_of(GroupKind::tp, 0) == std::vector<int>{0, 4});
 }
 
-TEST_CASE("work: expert-parallel groups are blocks of the CP x DP index") {
-  ParallelConfig p = cfg(R"({"tp":2,"sequence_parallel":true,"dp":4,"ep":2,"micro_batch":1,"global_batch":4})");
+TEST_CASE("work: expert-parallel groups are consecutive blocks of a stage's ranks (expert TP = 1)") {
+  // Megatron's expert grid "etp-ep-edp-pp" with --expert-tensor-parallel-size 1: EP innermost over
+  // the in-stage index j = tp + t*(cp + c*dp), which is the rank itself on one stage.
   ModelSpec mix = builtin_model("mixtral-8x7b");
+  ParallelConfig p =
+      cfg(R"({"tp":2,"sequence_parallel":true,"dp":4,"ep":2,"micro_batch":1,"global_batch":4})");
   validate(mix, p, 8, "par.json");
   RankLayout L(p);
-  // dp index j of rank r = r / 2 (tp innermost); ep rank = j % 2.
-  CHECK(L.group_of(GroupKind::ep, 0) == std::vector<int>{0, 2});
-  CHECK(L.group_of(GroupKind::ep, 5) == std::vector<int>{5, 7});
-  // Expert gradients: same ep rank, every tp and expert-DP index: tp*dp*cp/ep = 4 ranks.
-  CHECK(L.group_of(GroupKind::expert_dp, 0) == std::vector<int>{0, 1, 4, 5});
-  CHECK(L.group_of(GroupKind::expert_dp, 2) == std::vector<int>{2, 3, 6, 7});
+  CHECK(L.group_of(GroupKind::ep, 0) == std::vector<int>{0, 1});
+  CHECK(L.group_of(GroupKind::ep, 5) == std::vector<int>{4, 5});
+  // Expert gradients: same ep rank, tp*dp*cp/ep = 4 ranks.
+  CHECK(L.group_of(GroupKind::expert_dp, 0) == std::vector<int>{0, 2, 4, 6});
+  CHECK(L.group_of(GroupKind::expert_dp, 3) == std::vector<int>{1, 3, 5, 7});
+  // Mixtral TP8 EP8 on one node: the EP group is the node's 8 TP ranks (refused before, when EP
+  // had to divide dp*cp); expert gradients are then not reduced at all (expert-DP of 1).
+  ParallelConfig node = cfg(R"({"tp":8,"sequence_parallel":true,"ep":8,"micro_batch":1,"global_batch":1})");
+  validate(mix, node, 8, "par.json");
+  RankLayout N(node);
+  CHECK(N.group_of(GroupKind::ep, 3) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(N.group_of(GroupKind::expert_dp, 3) == std::vector<int>{3});
+  // With CP and PP: blocks of 4 of a stage's 8 ranks, on the stage of the rank.
+  ParallelConfig q = cfg(
+      R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"pp":2,"ep":4,"micro_batch":1,"global_batch":4})");
+  validate(mix, q, 16, "par.json");
+  RankLayout Q(q);
+  CHECK(Q.group_of(GroupKind::ep, 5) == std::vector<int>{4, 5, 6, 7});
+  CHECK(Q.group_of(GroupKind::ep, 13) == std::vector<int>{12, 13, 14, 15});
+  CHECK(Q.group_of(GroupKind::expert_dp, 13) == std::vector<int>{9, 13});
+  for (int r = 0; r < 16; ++r) {
+    const RankCoord c = Q.coord(r);
+    CHECK(c.ep == (r % 8) % 4);
+    CHECK(c.edp == (r % 8) / 4);
+  }
 }

@@ -48,7 +48,7 @@ RankCoord RankLayout::coord(int r) const {
   c.cp = (r / stride_[static_cast<int>(Dim::cp)]) % par_.cp;
   c.dp = (r / stride_[static_cast<int>(Dim::dp)]) % par_.dp;
   c.pp = (r / stride_[static_cast<int>(Dim::pp)]) % par_.pp;
-  const int j = c.cp + par_.cp * c.dp;
+  const int j = c.tp + par_.tp * (c.cp + par_.cp * c.dp);
   c.ep = j % par_.ep;
   c.edp = j / par_.ep;
   return c;
@@ -62,6 +62,8 @@ std::vector<int> RankLayout::group_of(GroupKind kind, int r) const {
     c.dp = j / par_.cp;
     return c;
   };
+  // The rank of the in-stage index k = tp + t*(cp + c*dp) on this rank's stage (the expert grid).
+  auto in_stage = [&](int k) { return rank(with_j({k % par_.tp, 0, 0, me.pp, 0, 0}, k / par_.tp)); };
   switch (kind) {
     case GroupKind::tp:
       for (int i = 0; i < par_.tp; ++i) out.push_back(rank({i, me.cp, me.dp, me.pp, 0, 0}));
@@ -79,14 +81,11 @@ std::vector<int> RankLayout::group_of(GroupKind kind, int r) const {
       for (int i = 0; i < par_.pp; ++i) out.push_back(rank({me.tp, me.cp, me.dp, i, 0, 0}));
       break;
     case GroupKind::ep:
-      for (int e = 0; e < par_.ep; ++e) out.push_back(rank(with_j({me.tp, 0, 0, me.pp, 0, 0}, e + par_.ep * me.edp)));
+      for (int e = 0; e < par_.ep; ++e) out.push_back(in_stage(e + par_.ep * me.edp));
       break;
     case GroupKind::expert_dp:
-      for (int t = 0; t < par_.tp; ++t) {
-        for (int e = 0; e < par_.cp * par_.dp / par_.ep; ++e) {
-          out.push_back(rank(with_j({t, 0, 0, me.pp, 0, 0}, me.ep + par_.ep * e)));
-        }
-      }
+      for (int k = 0; k < par_.tp * par_.cp * par_.dp / par_.ep; ++k)
+        out.push_back(in_stage(me.ep + par_.ep * k));
       break;
     case GroupKind::embedding:
       out.push_back(rank({me.tp, me.cp, me.dp, 0, 0, 0}));

@@ -2,9 +2,11 @@
 // Rank placement: which global GPU rank holds which (tp, cp, dp, pp) coordinate, and the
 // communicators (lists of global ranks) each kind of parallelism uses. Default order is
 // Megatron-Core's "tp-cp-ep-dp-pp": TP varies fastest (so a TP group sits inside one node when
-// tp <= GPUs per node), then CP, then DP, then PP slowest. EP groups are consecutive blocks of
-// the combined index j = cp + cp_size*dp (Megatron builds its expert grid "tp-ep-dp-pp" over the
-// same ranks), so ep_rank = j % ep and the expert-data-parallel index is j / ep.
+// tp <= GPUs per node), then CP, then DP, then PP slowest. Experts are not TP-sharded (expert TP
+// = 1, Megatron's --expert-tensor-parallel-size 1), so Megatron's expert grid "etp-ep-edp-pp"
+// numbers a stage's ranks with EP innermost: EP groups are consecutive blocks of the in-stage index
+// j = tp + tp_size*(cp + cp_size*dp), ep_rank = j % ep and the expert-data-parallel index is j / ep
+// (Mixtral TP8 EP8: the EP group is the node's 8 TP ranks).
 #include <string>
 #include <vector>
 
@@ -24,8 +26,9 @@ enum class GroupKind {
   dp,         // pure data parallel
   dp_cp,      // dense-gradient reduction group (Megatron: data parallel with context parallel)
   pp,         // one pipeline: same tp, cp, dp
-  ep,         // expert parallel all-to-all: same tp, pp, edp
-  expert_dp,  // expert-gradient reduction: same pp and ep rank (all tp, all edp; experts are not TP-sharded)
+  ep,         // expert parallel all-to-all: same pp and edp (consecutive in-stage ranks)
+  expert_dp,  // expert-gradient reduction: same pp and ep rank (tp*cp*dp/ep ranks; experts are not
+              // TP-sharded)
   embedding,  // first and last pipeline stage of one pipeline (tied embedding gradient)
 };
 std::string to_string(GroupKind k);

@@ -223,7 +223,12 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   if (p.ep > 1 && !m.moe) bad("ep", fmt::format("{} > 1 but {} has no experts", p.ep, m.name));
   if (m.moe) {
     if (m.moe->experts % p.ep != 0) bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
-    if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("{} does not divide dp*cp = {} (Megatron rule)", p.ep, p.dp * p.cp));
+    // Megatron: world % (expert_tp * ep * pp) == 0, with expert TP = 1 here (layout.hpp).
+    if (const int stage_ranks = p.tp * p.cp * p.dp; stage_ranks % p.ep != 0)
+      bad("ep",
+          fmt::format("{} does not divide tp*cp*dp = {} (the ranks of a pipeline stage; Megatron's rule with "
+                      "expert tensor parallelism 1)",
+                      p.ep, stage_ranks));
     // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
     if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
