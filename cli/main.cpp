@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/interrupt.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 
@@ -59,6 +60,8 @@ int run(int argc, char** argv) {
   }
   try {
     commstack::cli::run_selected_verb(app);
+  } catch (const commstack::cli::Interrupted&) {
+    return 130;  // stopped by Ctrl-C after printing what it had (cli/interrupt.hpp)
   } catch (const commstack::InputError& e) {
     fmt::print(stderr, "commstack: error: {}\n", e.what());
     return 2;

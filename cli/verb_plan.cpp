@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/compute_profile_option.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/option_values.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
@@ -139,6 +140,11 @@ void run(const PlanCliOptions& o) {
   }
 
   sim::Simulator simulator(topo);
+  // Ctrl-C: the first stops the search after the simulation under way, and the configurations
+  // simulated so far are ranked and printed (exit status 130); a second one ends the process.
+  // Installed after the simulator, whose SimGrid engine sets a SIGINT handler of its own.
+  const StopOnInterrupt stop;
+  opts.stop_requested = [] { return StopOnInterrupt::requested(); };
   const auto t0 = std::chrono::steady_clock::now();
   const auto result = sim::plan::plan(simulator, model, compute, opts);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -163,6 +169,12 @@ void run(const PlanCliOptions& o) {
              wall, result.enumerate_wall_s, result.bound_wall_s, result.simulate_wall_s, evaluated, result.simulated,
              result.pruned, wall > 0 ? 60.0 * static_cast<double>(evaluated) / wall : 0.0,
              result.simulate_wall_s > 0 ? 60.0 * static_cast<double>(result.simulated) / result.simulate_wall_s : 0.0);
+  if (result.unsimulated > 0) {
+    fmt::print(stderr, "commstack plan: stopped by Ctrl-C; {} feasible configurations were not simulated\n",
+               result.unsimulated);
+    std::fflush(stderr);
+    throw Interrupted();
+  }
 }
 
 }  // namespace

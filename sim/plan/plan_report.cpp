@@ -43,6 +43,12 @@ std::string summary_line(const PlanResult& r) {
     s += fmt::format(" (smallest pruned bound {:.4f} s >= rank-{} time {:.4f} s)", r.best_bound_pruned_s, r.ranked.size(),
                      r.ranked.back().result.iteration_s);
   }
+  if (r.unsimulated > 0) {
+    s += fmt::format(
+        ", {} not simulated: STOPPED before the end (the ranking is of the configurations simulated, "
+        "not proven the fastest)",
+        r.unsimulated);
+  }
   s += fmt::format("; {} SimGrid runs", r.simgrid_runs);
   return s;
 }
@@ -119,6 +125,7 @@ nlohmann::ordered_json to_json(const PlanResult& r, const PlanLabel& label) {
   counts["feasible"] = r.feasible;
   counts["simulated"] = r.simulated;
   counts["pruned_by_bound"] = r.pruned;
+  if (r.unsimulated > 0) counts["not_simulated_stopped"] = r.unsimulated;  // only in a search stopped early
   counts["smallest_pruned_bound_s"] = r9(r.best_bound_pruned_s);
   counts["simgrid_runs"] = r.simgrid_runs;
   j["counts"] = counts;

@@ -74,7 +74,17 @@ PlanResult plan(Simulator& sim, const workloads::ModelSpec& model, const workloa
   out.gpu_egress_Bps = gpu_egress_bandwidth(topo);
   std::vector<IterationBound> bounds;
   bounds.reserve(fits.size());
-  for (const Candidate& c : fits) bounds.push_back(iteration_lower_bound(c, compute, out.gpu_egress_Bps));
+  const auto stopped = [&] { return options.stop_requested && options.stop_requested(); };
+  for (const Candidate& c : fits) {
+    if (stopped()) break;  // the bounds of a large space take a while too
+    bounds.push_back(iteration_lower_bound(c, compute, out.gpu_egress_Bps));
+  }
+  if (bounds.size() < fits.size()) {
+    out.unsimulated = static_cast<long long>(fits.size());
+    out.bound_wall_s = since(t0);
+    out.space = std::move(en);
+    return out;
+  }
   std::vector<std::size_t> order(fits.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -89,6 +99,11 @@ PlanResult plan(Simulator& sim, const workloads::ModelSpec& model, const workloa
   for (; next < order.size(); ++next) {
     const std::size_t i = order[next];
     if (done.size() >= k && bounds[i].seconds >= done[k - 1].result.iteration_s) break;
+    if (stopped()) {
+      out.unsimulated = static_cast<long long>(order.size() - next);
+      next = order.size();
+      break;
+    }
     const Candidate& c = fits[i];
     auto& sc = shared[{c.par.tp, c.par.cp, c.par.dp, c.par.pp, c.par.ep}];
     if (!sc) sc = std::make_unique<SharedCosts>(sim, c.par, options.comm);

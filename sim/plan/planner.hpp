@@ -24,6 +24,9 @@ struct PlanOptions {
   train::CommSettings comm;
   // Called after each full simulation with (simulated so far, upper estimate of the total).
   std::function<void(long long, long long)> progress;
+  // Asked before each simulation; true stops the search there (Ctrl-C in the CLI): the ranking then
+  // holds the configurations simulated so far and PlanResult::unsimulated counts the rest.
+  std::function<bool()> stop_requested;
 };
 
 struct PlanEntry {
@@ -38,6 +41,7 @@ struct PlanResult {
   long long feasible = 0;         // valid and within memory
   long long simulated = 0;
   long long pruned = 0;           // feasible, never simulated: bound >= the K-th best time
+  long long unsimulated = 0;      // stopped early (stop_requested): feasible, neither simulated nor pruned
   long long simgrid_runs = 0;     // distinct collectives / messages simulated, all configurations
   double best_bound_pruned_s = 0; // the smallest bound among the pruned (0 if none)
   double gpu_egress_Bps = 0;

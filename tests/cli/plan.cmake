@@ -13,6 +13,10 @@ commstack_cli_test(NAME plan.json
 commstack_cli_test(NAME plan.embedding_loss_split
   ARGS plan --cluster dgx-h100 --nodes 16 --model llama3-405b --tp 8 --pp 16 --cp 1 --zero 0 --micro-batch 1 --recompute full --global-batch 16 --seq 4096 --virtual-stages 1 --sequence-parallel on --format csv
   MATCH ",tail_s,pipeline_split.*1,8,16,1,1,1,1,0,1,on,full,[0-9.,]+,embedding[+]loss")
+# Ctrl-C stops the search, prints what it has with a STOPPED note, exits 130.
+add_test(NAME cli.plan.interrupted
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/plan_interrupt.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli.plan.interrupted PROPERTIES PASS_REGULAR_EXPRESSION "^ok")
 commstack_cli_error_test(NAME plan.unknown_model
   ARGS plan --cluster dgx-a100 --nodes 1 --model gpt-7
   MATCH "gpt-7")
