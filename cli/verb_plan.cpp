@@ -207,8 +207,8 @@ void register_plan(CLI::App& app) {
   sub->add_option("--max-tp", opts->max_tp, "Largest TP by default (default: GPUs per node)");
   sub->add_flag("--tp-across-nodes", opts->tp_across_nodes, "Let default TP degrees exceed one node");
   sub->add_option("--pp", opts->pp,
-                  "PP degrees to try (default: divisors of the layers, and of the layers + 2 with the "
-                  "embedding and the loss counted as layers)");
+                  "PP degrees to try (default: divisors of the layers; and divisors of the layers + 2 that "
+                  "do not divide the layers, with the embedding and the loss counted as one layer each)");
   sub->add_option("--virtual-stages", opts->vs, "Model chunks per pipeline rank to try (default: 1 and every legal "
                                                 "value up to --max-virtual-stages)");
   sub->add_option("--max-virtual-stages", opts->max_vs, "Largest default virtual-stage count (default 8)");

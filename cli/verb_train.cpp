@@ -58,19 +58,6 @@ int derived_dp(const workloads::ParallelConfig& par, std::int64_t gpus) {
   return dp;
 }
 
-// The label's note on an uneven pipeline split: the layers of each stage, as Megatron builds them
-// (first, a middle and the last stage; with virtual stages, the layers of every chunk of a stage).
-std::string pipeline_split_label(const workloads::ModelSpec& model, const workloads::ParallelConfig& par) {
-  if (!workloads::uneven_split(par)) return "";
-  auto stage = [&](int s) {
-    std::int64_t n = 0;
-    for (int c = 0; c < par.virtual_stages; ++c) n += workloads::chunk_layer_count(model, par, s, c);
-    return n;
-  };
-  if (par.pp == 2) return fmt::format(" stage layers first {} last {}", stage(0), stage(1));
-  return fmt::format(" stage layers first {} middle {} last {}", stage(0), stage(1), stage(par.pp - 1));
-}
-
 void run(const TrainOptions& o) {
   auto model = workloads::resolve_model(o.model);
   workloads::ParallelConfig par;
@@ -127,9 +114,9 @@ void run(const TrainOptions& o) {
                model.name, model.vocab, padded);
     model.vocab = padded;
   }
-  workloads::validate(
-      model, par, topo.gpu_count(),
-      "train options (--tp/--pp/--dp/--cp/--ep/--*-batch/--seq/--decoder-*-pipeline-num-layers)");
+  workloads::validate(model, par, topo.gpu_count(),
+                      "train options (--tp/--pp/--dp/--cp/--ep/--virtual-stages/--*-batch/--seq, "
+                      "--decoder-*-pipeline-num-layers, --account-for-*-in-pipeline-split)");
 
   sim::train::TrainSetup setup;
   setup.model = model;
@@ -156,7 +143,7 @@ void run(const TrainOptions& o) {
                              to_string(par.recompute), to_string(par.attention),
                              par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
-  label.config += pipeline_split_label(model, par);
+  label.config += workloads::describe_uneven_split(model, par);
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {

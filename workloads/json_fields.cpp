@@ -87,6 +87,12 @@ std::int64_t JsonFields::integer_or(const std::string& key, std::int64_t fallbac
   seen_.insert(key);
   return has(key) ? integer(key, min, max) : fallback;
 }
+std::optional<std::int64_t> JsonFields::integer_or_unset(const std::string& key, std::int64_t min,
+                                                         std::int64_t max) {
+  seen_.insert(key);
+  if (!has(key) || obj_.at(key).is_null()) return std::nullopt;
+  return integer(key, min, max);
+}
 double JsonFields::number_or(const std::string& key, double fallback, double min, double max) {
   seen_.insert(key);
   return has(key) ? number(key, min, max) : fallback;

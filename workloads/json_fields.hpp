@@ -38,6 +38,9 @@ public:
   std::string string_or(const std::string& key, const std::string& fallback);
   bool boolean_or(const std::string& key, bool fallback);
   std::string choice_or(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
+  // An optional integer whose JSON null means "not set", as Python's None in the Megatron config
+  // it mirrors (nullopt when absent or null).
+  std::optional<std::int64_t> integer_or_unset(const std::string& key, std::int64_t min, std::int64_t max);
   // A nested object, or nullptr when absent (marks the key as known).
   const nlohmann::json* object_or_null(const std::string& key);
 

@@ -112,8 +112,9 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["pp"] = p.pp;
   defaults["schedule"] = workloads::to_string(p.schedule);
   defaults["virtual_stages"] = p.virtual_stages;
-  // The uneven stage sizes have no neutral value to write (Megatron wants them > 0 when set): a
-  // variant can change them where the baseline sets them.
+  // Uneven stage sizes: null is "not set" (Megatron's None), which a variant may change or restore.
+  defaults["num_layers_in_first_pipeline_stage"] = nullptr;
+  defaults["num_layers_in_last_pipeline_stage"] = nullptr;
   defaults["account_for_embedding_in_pipeline_split"] = p.embedding_in_split;
   defaults["account_for_loss_in_pipeline_split"] = p.loss_in_split;
   defaults["dp"] = p.dp;
@@ -215,6 +216,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
+// Fields whose null means "not set" (the parallel object's uneven stage sizes, parse_parallel).
+bool nullable(const std::string& key) {
+  return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage";
+}
+
 void merge_into(json& base, const json& patch, const JsonPlace& at, const std::string& section) {
   for (const auto& [key, val] : patch.items()) {
     const JsonPlace here = at.at(key);
@@ -227,7 +233,7 @@ void merge_into(json& base, const json& patch, const JsonPlace& at, const std::s
                "has; to add an optional field, write it in the baseline (see docs/scenario-format.md)",
                section, fmt::join(have, ", ")));
     }
-    if (val.is_null()) fail(here, "null is not a value; give the new value of the field");
+    if (val.is_null() && !nullable(key)) fail(here, "null is not a value; give the new value of the field");
     json& target = base[key];
     if (val.is_object() && target.is_object())
       merge_into(target, val, here, section);
@@ -459,6 +465,7 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
       "tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp, par.pp,
       par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off", par.virtual_stages,
       par.micro_batch, par.global_batch, par.seq, to_string(par.precision), to_string(par.recompute));
+  p.label_config += workloads::describe_uneven_split(model, par);
   return p;
 }
 

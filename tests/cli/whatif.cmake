@@ -52,3 +52,9 @@ whatif_error_test(nccl_algo bad-nccl-algo.json "[$][.]variants[[]0[]][.]override
 whatif_error_test(duplicate_name bad-duplicate-name.json "[$][.]variants[[]1[]][.]name: 'same' is already used")
 whatif_error_test(malformed bad-malformed.json "bad-malformed.json: not valid JSON")
 whatif_error_test(no_such_file does-not-exist.json "does-not-exist.json.*neither a built-in scenario")
+
+# Uneven pipeline stages in scenarios: a variant sets the first/last stage sizes that the baseline
+# leaves unset, and null unsets them again (the same run as the baseline: speedup exactly 1).
+commstack_cli_test(NAME whatif.uneven_stages
+  ARGS whatif ${whatif_dir}/uneven-stages.json -j 1
+  MATCH "ends unset again +[0-9.]+ +1[.]000 .*runs dgx-h100 x 2 nodes, tp 2 pp 4 [^\n]* stage layers first 4 middle 8 last 4\n.*stage layers first 3 middle 7 last 7")

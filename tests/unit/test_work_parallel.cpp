@@ -50,6 +50,13 @@ TEST_CASE("work: parallel validation names the broken rule") {
   check(mix, R"({"ep":3,"dp":3,"micro_batch":1,"global_batch":3})", -1, "does not divide the 8 experts");
   check(mix, R"({"ep":4,"dp":2,"micro_batch":1,"global_batch":2})", -1, "does not divide tp*cp*dp = 2");
   check(mix, R"({"tp":2,"micro_batch":1,"global_batch":1})", -1, "need sequence_parallel true");
+  // pp not last (Megatron's --use-tp-pp-dp-mapping): the expert-DP size must equal dp.
+  check(
+      mix,
+      R"({"tp":2,"sequence_parallel":true,"pp":2,"dp":4,"ep":4,"order":"tp-cp-ep-pp-dp","micro_batch":1,"global_batch":4})",
+      -1,
+      "$.order: pp is not the last dimension, so Megatron needs the expert-data-parallel size tp*cp*dp/ep = "
+      "2 to equal dp = 4");
   check(gpt, R"({"pp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":2})", -1, "ZeRO-3");
   // Gradient accumulation the op graph cannot hold (it grew to 3 GB and std::bad_alloc before).
   check(gpt, R"({"dp":2,"micro_batch":1,"global_batch":8388608})", -1,

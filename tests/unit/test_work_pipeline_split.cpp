@@ -127,8 +127,12 @@ TEST_CASE("work: uneven pipeline splits are refused where Megatron refuses them"
   };
   refused(R"("pp":4,"num_layers_in_first_pipeline_stage":6,"account_for_loss_in_pipeline_split":true,)",
           "$.num_layers_in_first_pipeline_stage: cannot be set together with account_for");
-  refused(R"("num_layers_in_first_pipeline_stage":6,)", "needs pp >= 2");
-  refused(R"("account_for_loss_in_pipeline_split":true,)", "$.account_for_loss_in_pipeline_split: an uneven");
+  // At pp 1 Megatron takes one size equal to the layers, or the embedding / loss counted; not both sizes.
+  refused(R"("num_layers_in_first_pipeline_stage":6,)",
+          "24 layers are left for the 0 middle stages of pp = 1");
+  refused(R"("num_layers_in_first_pipeline_stage":10,"num_layers_in_last_pipeline_stage":20,)",
+          "$.num_layers_in_last_pipeline_stage: set together with num_layers_in_first_pipeline_stage needs "
+          "pp >= 2");
   refused(R"("pp":4,"schedule":"interleaved","virtual_stages":2,"num_layers_in_first_pipeline_stage":5,)",
           "5 is not a multiple of virtual_stages = 2");
   refused(R"("pp":4,"num_layers_in_first_pipeline_stage":7,)",
@@ -147,4 +151,25 @@ TEST_CASE("work: uneven pipeline splits are refused where Megatron refuses them"
               R"({"pp":4,"num_layers_in_first_pipeline_stage":0,"micro_batch":1,"global_batch":4})"),
           "par.json"),
       doctest::Contains("$.num_layers_in_first_pipeline_stage"), InputError);
+}
+
+TEST_CASE("work: at pp 1 the one stage holds every layer, as Megatron builds it") {
+  const ModelSpec m = with_layers(30);
+  for (const char* split :
+       {R"("num_layers_in_first_pipeline_stage":30,)", R"("num_layers_in_last_pipeline_stage":30,)",
+        R"("account_for_embedding_in_pipeline_split":true,"account_for_loss_in_pipeline_split":true,)"}) {
+    INFO(split);
+    const ParallelConfig p = cfg(m, std::string("{") + split + R"("micro_batch":1,"global_batch":4})");
+    CHECK(stage_layers(m, p, 0, 0).count() == 30);
+    check_tiling(m, p);
+  }
+  // null is "not set" (Megatron's None): the even split.
+  const ParallelConfig unset =
+      cfg(m, R"({"pp":2,"num_layers_in_first_pipeline_stage":null,"micro_batch":1,"global_batch":4})");
+  CHECK_FALSE(uneven_split(unset));
+  CHECK(stage_layers(m, unset, 1, 0).first == 15);
+  CHECK(describe_uneven_split(m, unset).empty());
+  const ParallelConfig two =
+      cfg(m, R"({"pp":2,"num_layers_in_first_pipeline_stage":14,"micro_batch":1,"global_batch":4})");
+  CHECK(describe_uneven_split(m, two) == " stage layers first 14 last 16");
 }

@@ -67,13 +67,12 @@ void check_layer_split(const ModelSpec& m, const ParallelConfig& p, const Bad& b
     bad(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
         "cannot be set together with account_for_embedding/loss_in_pipeline_split (Megatron refuses it too)");
   }
-  if ((first || last || p.embedding_in_split || p.loss_in_split) && pp < 2) {
-    bad(first                  ? "num_layers_in_first_pipeline_stage"
-        : last                 ? "num_layers_in_last_pipeline_stage"
-        : p.embedding_in_split ? "account_for_embedding_in_pipeline_split"
-                               : "account_for_loss_in_pipeline_split",
-        "an uneven pipeline split needs pp >= 2");
-  }
+  // At pp 1 one stage is both the first and the last: one size (equal to the layers) or the
+  // embedding / loss counted is what Megatron accepts; both sizes would contradict each other.
+  if (first && last && pp < 2)
+    bad("num_layers_in_last_pipeline_stage",
+        "set together with num_layers_in_first_pipeline_stage needs pp >= 2 (at pp = 1 the first stage is "
+        "the last)");
   if (first || last) {
     for (const auto& [set, n, field] :
          {std::tuple{first, p.first_stage_layers, "num_layers_in_first_pipeline_stage"},
@@ -126,9 +125,10 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b" ? PipelineSchedule::one_f_one_b
                                                                                   : PipelineSchedule::interleaved;
   p.virtual_stages = static_cast<int>(f.integer_or("virtual_stages", 1, 1, kMaxWays));
-  // Megatron-Core's TransformerConfig names; a set stage size must be > 0, as Megatron checks.
-  p.first_stage_layers = f.integer_or("num_layers_in_first_pipeline_stage", 0, 1, 100000);
-  p.last_stage_layers = f.integer_or("num_layers_in_last_pipeline_stage", 0, 1, 100000);
+  // Megatron-Core's TransformerConfig names; a set stage size must be > 0, as Megatron checks;
+  // null is "not set" (Megatron's None), so that a scenario variant can unset it.
+  p.first_stage_layers = f.integer_or_unset("num_layers_in_first_pipeline_stage", 1, 100000).value_or(0);
+  p.last_stage_layers = f.integer_or_unset("num_layers_in_last_pipeline_stage", 1, 100000).value_or(0);
   p.embedding_in_split = f.boolean_or("account_for_embedding_in_pipeline_split", false);
   p.loss_in_split = f.boolean_or("account_for_loss_in_pipeline_split", false);
   p.dp = static_cast<int>(f.integer_or("dp", 1, 1, kMaxWays));
@@ -222,6 +222,14 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   }
   if (p.ep > 1 && !m.moe) bad("ep", fmt::format("{} > 1 but {} has no experts", p.ep, m.name));
   if (m.moe) {
+    // Megatron asserts it: with pp not the outermost dimension the expert grid and the dense grid
+    // keep their pipelines alike only when the expert-data-parallel size equals dp.
+    if (p.pp > 1 && p.order.back() != Dim::pp && p.tp * p.cp * p.dp / p.ep != p.dp &&
+        (p.tp * p.cp * p.dp) % p.ep == 0)
+      bad("order",
+          fmt::format("pp is not the last dimension, so Megatron needs the expert-data-parallel size "
+                      "tp*cp*dp/ep = {} to equal dp = {} (ep = tp*cp = {}), or pp last",
+                      p.tp * p.cp * p.dp / p.ep, p.dp, p.tp * p.cp));
     if (m.moe->experts % p.ep != 0) bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
     // Megatron: world % (expert_tp * ep * pp) == 0, with expert TP = 1 here (layout.hpp).
     if (const int stage_ranks = p.tp * p.cp * p.dp; stage_ranks % p.ep != 0)
@@ -248,6 +256,18 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
 bool uneven_split(const ParallelConfig& par) {
   return par.first_stage_layers > 0 || par.last_stage_layers > 0 || par.embedding_in_split ||
          par.loss_in_split;
+}
+
+std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par) {
+  if (!uneven_split(par)) return "";
+  auto stage = [&](int s) {
+    std::int64_t n = 0;
+    for (int c = 0; c < par.virtual_stages; ++c) n += chunk_layer_count(model, par, s, c);
+    return n;
+  };
+  if (par.pp == 1) return fmt::format(" stage layers {}", stage(0));
+  if (par.pp == 2) return fmt::format(" stage layers first {} last {}", stage(0), stage(1));
+  return fmt::format(" stage layers first {} middle {} last {}", stage(0), stage(1), stage(par.pp - 1));
 }
 
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {

@@ -101,6 +101,9 @@ LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int s
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
 // True where the split is not the plain even one (first/last stage layers or embedding/loss set).
 bool uneven_split(const ParallelConfig& par);
+// For run labels: " stage layers first F middle M last L" (each stage's layers, all its chunks;
+// no middle at pp 2, only "stage layers N" at pp 1); empty for the even split.
+std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par);
 // Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
 // Megatron's warm-up (pp - stage - 1)*2 + (vs - 1)*pp, plus the first steady-state forward).
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage);
