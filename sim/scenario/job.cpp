@@ -127,7 +127,8 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["order"] = order_string(p.order);
   defaults["overlap_grad_reduce"] = p.overlap_grad_reduce;
   defaults["overlap_param_gather"] = p.overlap_param_gather;
-  defaults["bucket_params"] = p.bucket_params;
+  defaults["bucket_params"] =
+      p.bucket_params > 0 ? json(p.bucket_params) : json(nullptr);  // null: Megatron's default
   defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";
   json out = v;
   if (out.contains("fsdp")) {  // "fsdp": true is "zero": 3; one spelling, so that zero can be overridden
@@ -216,9 +217,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
-// Fields whose null means "not set" (the parallel object's uneven stage sizes, parse_parallel).
+// Fields whose null means "not set" (the parallel object's uneven stage sizes and bucket size,
+// parse_parallel).
 bool nullable(const std::string& key) {
-  return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage";
+  return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage" ||
+         key == "bucket_params";
 }
 
 void merge_into(json& base, const json& patch, const JsonPlace& at, const std::string& section) {

@@ -554,7 +554,7 @@ private:
         b.dense += layer_dense_params(l);
         b.expert += layer_expert_params(l);
         b.layers.push_back(l);
-        if (b.dense + b.expert >= static_cast<double>(p_.bucket_params)) close();
+        if (b.dense + b.expert >= static_cast<double>(p_.bucket_size())) close();
       }
       if (first_virtual(c)) {
         b.dense += held_.embedding();

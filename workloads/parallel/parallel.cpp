@@ -155,7 +155,8 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", false);
-  p.bucket_params = f.integer_or("bucket_params", 40'000'000, 1, std::int64_t{1} << 50);
+  // null or absent: Megatron's default, which depends on dp (ParallelConfig::bucket_size).
+  p.bucket_params = f.integer_or_unset("bucket_params", 1, std::int64_t{1} << 50).value_or(0);
   std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
   p.grad_bytes = gd == "bf16" ? 2 : 4;
   f.reject_unknown();

@@ -4,6 +4,7 @@
 // ZeRO stage 0-3; FSDP = ZeRO-3), context (CP), expert (EP) parallelism, batch sizes, precision
 // and activation recomputation. validate() enforces the divisibility rules Megatron enforces,
 // with messages that say which number breaks which rule.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -73,11 +74,16 @@ struct ParallelConfig {
   // bucket before first use (Megatron-Core --overlap-param-gather, NeMo's default), instead of
   // after the optimizer step. Needs zero 1 or 2.
   bool overlap_param_gather = false;
-  // DP bucket size in parameters: Megatron DDP's 4e7 (its default is max(4e7, 1e6*dp); not scaled here).
-  std::int64_t bucket_params = 40'000'000;
+  // DP bucket size in parameters; 0: Megatron-Core's default max(4e7, 1e6 x dp*cp), larger buckets
+  // for large DP groups so that each ring chunk stays bandwidth-bound (bucket_size()).
+  std::int64_t bucket_params = 0;
   int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
 
   int gpus() const { return tp * pp * dp * cp; }
+  std::int64_t bucket_size() const {
+    return bucket_params > 0 ? bucket_params
+                             : std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * dp * cp);
+  }
   std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
   // Micro-batches per DP rank a job may have (the op graph holds each one; validate_parallel).
   static constexpr std::int64_t kMaxMicroBatches = 16384;
