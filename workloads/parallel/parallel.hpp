@@ -6,6 +6,7 @@
 // with messages that say which number breaks which rule.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,11 @@ struct ParallelConfig {
 
   int gpus() const { return tp * pp * dp * cp; }
   std::int64_t bucket_size() const {
-    return bucket_params > 0 ? bucket_params
-                             : std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * dp * cp);
+    if (bucket_params > 0) return bucket_params;
+    // Without overlap Megatron reduces everything at once: bucket_size None (Megatron-Core), the
+    // whole contiguous gradient buffer in one all-reduce (Megatron-LM 2021's LocalDDP).
+    if (!overlap_grad_reduce) return std::numeric_limits<std::int64_t>::max();
+    return std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * dp * cp);
   }
   std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
   // Micro-batches per DP rank a job may have (the op graph holds each one; validate_parallel).
