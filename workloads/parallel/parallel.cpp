@@ -225,15 +225,16 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   if (m.moe) {
     // Megatron asserts it: with pp not the outermost dimension the expert grid and the dense grid
     // keep their pipelines alike only when the expert-data-parallel size equals dp.
-    if (p.pp > 1 && p.order.back() != Dim::pp && p.tp * p.cp * p.dp / p.ep != p.dp &&
-        (p.tp * p.cp * p.dp) % p.ep == 0)
+    // 64-bit: the degrees are checked one by one (up to 2^20 each), not their product.
+    const std::int64_t stage_ranks = std::int64_t{p.tp} * p.cp * p.dp;
+    if (p.pp > 1 && p.order.back() != Dim::pp && stage_ranks % p.ep == 0 && stage_ranks / p.ep != p.dp)
       bad("order",
           fmt::format("pp is not the last dimension, so Megatron needs the expert-data-parallel size "
                       "tp*cp*dp/ep = {} to equal dp = {} (ep = tp*cp = {}), or pp last",
-                      p.tp * p.cp * p.dp / p.ep, p.dp, p.tp * p.cp));
+                      stage_ranks / p.ep, p.dp, std::int64_t{p.tp} * p.cp));
     if (m.moe->experts % p.ep != 0) bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
     // Megatron: world % (expert_tp * ep * pp) == 0, with expert TP = 1 here (layout.hpp).
-    if (const int stage_ranks = p.tp * p.cp * p.dp; stage_ranks % p.ep != 0)
+    if (stage_ranks % p.ep != 0)
       bad("ep",
           fmt::format("{} does not divide tp*cp*dp = {} (the ranks of a pipeline stage; Megatron's rule with "
                       "expert tensor parallelism 1)",
