@@ -216,7 +216,6 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
            g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
 }
 
-// Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
 // Fields whose null means "not set" (the parallel object's uneven stage sizes and bucket size,
 // parse_parallel).
 bool nullable(const std::string& key) {
@@ -224,6 +223,7 @@ bool nullable(const std::string& key) {
          key == "bucket_params";
 }
 
+// Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
 void merge_into(json& base, const json& patch, const JsonPlace& at, const std::string& section) {
   for (const auto& [key, val] : patch.items()) {
     const JsonPlace here = at.at(key);
