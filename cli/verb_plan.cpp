@@ -30,7 +30,7 @@ namespace {
 
 struct PlanCliOptions {
   std::string cluster, nodes, model, global_batch, seq;
-  std::string tp, pp, vs, cp, ep, zero, micro_batch;
+  std::string tp, pp, vs, cp, ep, etp, zero, micro_batch;
   std::string recompute = "none,selective,full", sequence_parallel = "on,off";
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
@@ -83,6 +83,7 @@ void run(const PlanCliOptions& o) {
   s.vs = parse_list<int>(o.vs, "--virtual-stages", 1, 1024);
   s.cp = parse_list<int>(o.cp, "--cp", 1, 1 << 16);
   s.ep = parse_list<int>(o.ep, "--ep", 1, 1 << 16);
+  s.etp = parse_list<int>(o.etp, "--etp", 1, 1 << 16);
   s.zero = parse_list<int>(o.zero, "--zero", 0, 3);
   s.micro_batch = parse_list<std::int64_t>(o.micro_batch, "--micro-batch", 1, 1 << 20);
   s.recompute.clear();
@@ -214,6 +215,8 @@ void register_plan(CLI::App& app) {
   sub->add_option("--max-virtual-stages", opts->max_vs, "Largest default virtual-stage count (default 8)");
   sub->add_option("--cp", opts->cp, "CP degrees to try (default: those leaving >= 1024 tokens per CP rank)");
   sub->add_option("--ep", opts->ep, "EP degrees to try (MoE models; default: divisors of the experts)");
+  sub->add_option("--etp", opts->etp,
+                  "Expert TP degrees to try (MoE models; default: 1 and the candidate's tp)");
   sub->add_option("--zero", opts->zero, "ZeRO stages to try (default 0,1,2,3)");
   sub->add_option("--micro-batch", opts->micro_batch, "Micro-batch sizes to try (default: divisors of the per-DP batch "
                                                       "up to --max-micro-batch)");

@@ -28,6 +28,7 @@ namespace {
 struct TrainOptions {
   std::string cluster, nodes, model;
   std::string tp = "1", pp = "1", dp, cp = "1", ep = "1", zero = "0";  // dp empty: the GPUs left, as Megatron
+  std::string etp;                                                     // empty: the tp degree, as Megatron
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
@@ -66,6 +67,7 @@ void run(const TrainOptions& o) {
   if (!o.dp.empty()) par.dp = static_cast<int>(parse_int(o.dp, "--dp", 1, 1 << 20));
   par.cp = static_cast<int>(parse_int(o.cp, "--cp", 1, 1 << 16));
   par.ep = static_cast<int>(parse_int(o.ep, "--ep", 1, 1 << 16));
+  if (!o.etp.empty()) par.etp = static_cast<int>(parse_int(o.etp, "--etp", 1, 1 << 16));
   par.zero = static_cast<int>(parse_int(o.zero, "--zero", 0, 3));
   par.micro_batch = parse_int(o.micro_batch, "--micro-batch", 1, 1 << 20);
   if (!o.seq.empty()) par.seq = parse_int(o.seq, "--seq", 1, 1 << 24);
@@ -115,7 +117,7 @@ void run(const TrainOptions& o) {
     model.vocab = padded;
   }
   workloads::validate(model, par, topo.gpu_count(),
-                      "train options (--tp/--pp/--dp/--cp/--ep/--virtual-stages/--*-batch/--seq, "
+                      "train options (--tp/--pp/--dp/--cp/--ep/--etp/--virtual-stages/--*-batch/--seq, "
                       "--decoder-*-pipeline-num-layers, --account-for-*-in-pipeline-split)");
 
   sim::train::TrainSetup setup;
@@ -143,7 +145,7 @@ void run(const TrainOptions& o) {
                              to_string(par.recompute), to_string(par.attention),
                              par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
-  label.config += workloads::describe_uneven_split(model, par);
+  label.config += workloads::describe_expert_tp(model, par) + workloads::describe_uneven_split(model, par);
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -174,6 +176,9 @@ void register_train(CLI::App& app) {
                   "Data parallel size (default: the GPUs left, GPUs / (tp x pp x cp), as Megatron-LM)");
   sub->add_option("--cp", opts->cp, "Context parallel size");
   sub->add_option("--ep", opts->ep, "Expert parallel size");
+  sub->add_option(
+      "--etp", opts->etp,
+      "Expert tensor parallel size (MoE; default: --tp, as Megatron's --expert-tensor-parallel-size)");
   sub->add_option("--zero", opts->zero, "ZeRO stage 0-3");
   sub->add_option("--micro-batch", opts->micro_batch, "Sequences per micro-batch");
   sub->add_option("--global-batch", opts->global_batch, "Sequences per iteration (default micro-batch*dp)");

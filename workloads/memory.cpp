@@ -49,9 +49,13 @@ double activation_bytes_per_layer(const ModelSpec& m, const ParallelConfig& par,
   double bytes = (sp ? replicated / t : replicated) + (sharded + quadratic) / t;
   if (moe) {
     // Each token (already split over TP ranks by SP) is copied to top_k routed + shared experts;
-    // each copy keeps its input and the expert's intermediates. Experts are not TP-sharded.
-    const double copies = tokens / t * (m.moe->top_k + m.moe->shared_experts);
-    bytes += copies * e * (h + mlp_tensors * static_cast<double>(m.moe->ffn_hidden));
+    // each copy keeps its input and the expert's intermediates. A routed copy arrives on all etp
+    // ranks of its expert (the expert-TP all-gather), each keeping the whole input and 1/etp of the
+    // intermediates; the shared experts' copies stay on this rank.
+    const double f = static_cast<double>(m.moe->ffn_hidden), etp = par.expert_tp();
+    const double routed = tokens / t * static_cast<double>(m.moe->top_k);
+    const double shared = tokens / t * static_cast<double>(m.moe->shared_experts);
+    bytes += routed * e * (etp * h + mlp_tensors * f) + shared * e * (h + mlp_tensors * f);
   }
   return bytes;
 }
@@ -64,8 +68,8 @@ const StageMemory& MemoryEstimate::worst() const {
 MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
   const double t = par.tp;
   const double n_dense = static_cast<double>(par.dp) * par.cp;                       // dense grads: DP x CP
-  const double n_expert = static_cast<double>(par.tp) * par.dp * par.cp / par.ep;  // expert-DP group
-  const RankParams held(m, par.tp, par.pp, par.ep);
+  const double n_expert = par.expert_dp();  // expert-DP group: tp*dp*cp / (etp*ep)
+  const RankParams held(m, par.tp, par.pp, par.ep, par.expert_tp());
   MemoryEstimate est;
   for (int stage = 0; stage < par.pp; ++stage) {
     StageMemory sm;

@@ -23,7 +23,11 @@ double RankParams::layer_dense(std::int64_t l) const {
 }
 
 double RankParams::layer_expert(std::int64_t l) const {
-  return m_.is_moe_layer(l) ? static_cast<double>(pc_.expert_per_layer) / ep_ : 0;
+  if (!m_.is_moe_layer(l)) return 0;
+  const double local_experts = static_cast<double>(m_.moe->experts) / ep_;
+  const double row_bias = m_.bias ? static_cast<double>(m_.hidden) : 0;
+  const double one_expert = static_cast<double>(pc_.expert_per_layer) / static_cast<double>(m_.moe->experts);
+  return local_experts * ((one_expert - row_bias) / etp_ + row_bias);
 }
 
 double RankParams::embedding() const {

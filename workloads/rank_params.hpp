@@ -12,8 +12,8 @@ namespace commstack::workloads {
 
 class RankParams {
  public:
-  RankParams(const ModelSpec& m, int tp, int pp, int ep)
-      : m_(m), pc_(count_params(m)), tp_(tp), pp_(pp), ep_(ep) {}
+  RankParams(const ModelSpec& m, int tp, int pp, int ep, int etp)
+      : m_(m), pc_(count_params(m)), tp_(tp), pp_(pp), ep_(ep), etp_(etp) {}
 
   // Non-expert parameters of layer `l` on one TP rank (attention, dense MLP or the MoE layer's
   // shared experts and router, and the norms).
@@ -22,7 +22,8 @@ class RankParams {
   // sequence parallelism each rank sees a different sequence shard, so Megatron all-reduces their
   // gradients over the TP group once per iteration.
   double layer_tp_replicated(std::int64_t l) const;
-  // Routed-expert parameters of layer `l` on one EP rank (experts are split by EP, not by TP).
+  // Routed-expert parameters of layer `l` on one rank: the experts split over EP, each expert's
+  // matrices (and fc1's bias) over expert TP; fc2's bias, added after the expert-TP reduction, whole.
   double layer_expert(std::int64_t l) const;
   // The input embedding on the first stage: the vocabulary split over TP, the learned position
   // table (s x h) whole.
@@ -36,7 +37,7 @@ class RankParams {
  private:
   const ModelSpec& m_;
   ParamCount pc_;
-  int tp_, pp_, ep_;
+  int tp_, pp_, ep_, etp_;
 };
 
 }  // namespace commstack::workloads

@@ -27,6 +27,14 @@ bool counts_ends(const workloads::ParallelConfig& p) {
 const char* split_name(const workloads::ParallelConfig& p) {
   return counts_ends(p) ? "embedding+loss" : "even";
 }
+// Expert TP of a MoE candidate; "-" (text), empty (CSV), null (JSON) for a dense model.
+bool has_experts(const Candidate& c) {
+  return c.model.moe.has_value();
+}
+std::string etp_cell(const Candidate& c, const char* dense) {
+  return has_experts(c) ? std::to_string(c.par.expert_tp()) : dense;
+}
+
 std::string pp_cell(const workloads::ParallelConfig& p) {
   return fmt::format("{}{}", p.pp, counts_ends(p) ? "+" : "");
 }
@@ -61,10 +69,12 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
   line(fmt::format("# {}", summary_line(r)));
   line(fmt::format("# time columns in seconds; breakdown of the critical rank: compute + exposed tp/cp/ep/dp + pp "
                    "(bubble and transfers) + tail = iteration"));
-  line(fmt::format("{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9} {:>9} {:>10} {:>7} {:>7} {:>6} "
-                   "{:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
-                   "rank", "tp", "pp", "vs", "dp", "cp", "ep", "zero", "mb", "sp", "recompute", "iter_s", "bound_s",
-                   "tokens/s", "TFLOP/s", "hwTFLOP", "MFU%", "mem_GiB", "compute", "tp", "cp", "ep", "dp", "pp", "tail"));
+  line(fmt::format(
+      "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9} {:>9} {:>10} {:>7} "
+      "{:>7} "
+      "{:>6} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
+      "rank", "tp", "pp", "vs", "dp", "cp", "ep", "etp", "zero", "mb", "sp", "recompute", "iter_s", "bound_s",
+      "tokens/s", "TFLOP/s", "hwTFLOP", "MFU%", "mem_GiB", "compute", "tp", "cp", "ep", "dp", "pp", "tail"));
   int rank = 0;
   bool marked = false;
   for (const PlanEntry& e : r.ranked) {
@@ -73,11 +83,11 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
     const auto& b = t.breakdown;
     marked = marked || counts_ends(p);
     line(fmt::format(
-        "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9.4f} {:>9.4f} {:>10.0f} "
+        "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9.4f} {:>9.4f} {:>10.0f} "
         "{:>7.1f} {:>7.1f} {:>6.1f} {:>7.1f} {:>8.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f}",
-        ++rank, p.tp, pp_cell(p), p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
-        on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
-        t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, 100 * t.mfu,
+        ++rank, p.tp, pp_cell(p), p.virtual_stages, p.dp, p.cp, p.ep, etp_cell(e.candidate, "-"), p.zero,
+        p.micro_batch, on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s,
+        e.bound.seconds, t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, 100 * t.mfu,
         e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail));
   }
   if (marked)
@@ -89,7 +99,8 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
 
 std::string format_csv(const PlanResult& r) {
   std::string out =
-      "rank,tp,pp,vs,dp,cp,ep,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,tokens_per_s,"
+      "rank,tp,pp,vs,dp,cp,ep,etp,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,tokens_"
+      "per_s,"
       "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,memory_gib,compute_s,tp_s,cp_s,ep_s,dp_s,pp_s,tail_s,"
       "pipeline_split\n";
   int rank = 0;
@@ -98,11 +109,11 @@ std::string format_csv(const PlanResult& r) {
     const auto& t = e.result;
     const auto& b = t.breakdown;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},"
+        "{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},"
         "{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{}\n",
-        ++rank, p.tp, p.pp, p.virtual_stages, p.dp, p.cp, p.ep, p.zero, p.micro_batch,
-        on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s, e.bound.seconds,
-        t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, t.mfu,
+        ++rank, p.tp, p.pp, p.virtual_stages, p.dp, p.cp, p.ep, etp_cell(e.candidate, ""), p.zero,
+        p.micro_batch, on_off(p.sequence_parallel), workloads::to_string(p.recompute), t.iteration_s,
+        e.bound.seconds, t.tokens_per_s, t.model_tflops_per_gpu, t.hardware_tflops_per_gpu, t.mfu,
         e.candidate.memory_bytes / kGiB, b.compute, b.tp, b.cp, b.ep, b.dp, b.pp, b.tail, split_name(p));
   }
   return out;
@@ -145,6 +156,8 @@ nlohmann::ordered_json to_json(const PlanResult& r, const PlanLabel& label) {
     row["dp"] = p.dp;
     row["cp"] = p.cp;
     row["ep"] = p.ep;
+    row["etp"] =
+        has_experts(x.candidate) ? nlohmann::ordered_json(p.expert_tp()) : nlohmann::ordered_json(nullptr);
     row["zero"] = p.zero;
     row["micro_batch"] = p.micro_batch;
     row["sequence_parallel"] = p.sequence_parallel;

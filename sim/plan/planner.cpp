@@ -21,9 +21,9 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string describe(const workloads::ParallelConfig& p) {
-  return fmt::format("tp {} pp {} vs {} dp {} cp {} ep {} zero {} mb {} sp {} recompute {}", p.tp, p.pp, p.virtual_stages,
-                     p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.sequence_parallel ? "on" : "off",
-                     workloads::to_string(p.recompute));
+  return fmt::format("tp {} pp {} vs {} dp {} cp {} ep {} etp {} zero {} mb {} sp {} recompute {}", p.tp,
+                     p.pp, p.virtual_stages, p.dp, p.cp, p.ep, p.expert_tp(), p.zero, p.micro_batch,
+                     p.sequence_parallel ? "on" : "off", workloads::to_string(p.recompute));
 }
 
 // One rank layout and the communication costs measured on it, shared by every configuration
@@ -92,7 +92,8 @@ PlanResult plan(Simulator& sim, const workloads::ModelSpec& model, const workloa
   out.bound_wall_s = since(t0);
 
   t0 = Clock::now();
-  std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<SharedCosts>> shared;
+  // The layout's key: every degree that places a rank or forms a group.
+  std::map<std::tuple<int, int, int, int, int, int>, std::unique_ptr<SharedCosts>> shared;
   std::vector<PlanEntry> done;  // simulated, kept sorted by iteration time
   const auto k = static_cast<std::size_t>(options.top);
   std::size_t next = 0;
@@ -105,7 +106,7 @@ PlanResult plan(Simulator& sim, const workloads::ModelSpec& model, const workloa
       break;
     }
     const Candidate& c = fits[i];
-    auto& sc = shared[{c.par.tp, c.par.cp, c.par.dp, c.par.pp, c.par.ep}];
+    auto& sc = shared[{c.par.tp, c.par.cp, c.par.dp, c.par.pp, c.par.ep, c.par.expert_tp()}];
     if (!sc) sc = std::make_unique<SharedCosts>(sim, c.par, options.comm);
     train::TrainSetup setup;
     setup.model = c.model;

@@ -117,17 +117,24 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
         vs > 1 ? workloads::PipelineSchedule::interleaved : workloads::PipelineSchedule::one_f_one_b;
     for (int ep : or_default(space.ep, eps)) {
       par.ep = ep;
-      for (int zero : or_default(space.zero, zeros)) {
-        par.zero = zero;
-        // Only the distributed optimizer (ZeRO 1/2) gathers parameters after the step.
-        par.overlap_param_gather = space.overlap_param_gather && (zero == 1 || zero == 2);
-        for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
-          par.micro_batch = mb;
-          for (bool sp : sps) {
-            par.sequence_parallel = sp;
-            for (workloads::Recompute rc : space.recompute) {
-              par.recompute = rc;
-              consider(out, m, par, gpus, memory_capacity_bytes, rejected);
+      // Expert TP: Megatron's default (tp) and experts kept whole (1, what the published MoE
+      // recipes set); only meaningful for MoE models.
+      std::vector<int> etps = {0};
+      if (m.moe) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
+      for (int etp : m.moe ? or_default(space.etp, etps) : etps) {
+        par.etp = etp;
+        for (int zero : or_default(space.zero, zeros)) {
+          par.zero = zero;
+          // Only the distributed optimizer (ZeRO 1/2) gathers parameters after the step.
+          par.overlap_param_gather = space.overlap_param_gather && (zero == 1 || zero == 2);
+          for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
+            par.micro_batch = mb;
+            for (bool sp : sps) {
+              par.sequence_parallel = sp;
+              for (workloads::Recompute rc : space.recompute) {
+                par.recompute = rc;
+                consider(out, m, par, gpus, memory_capacity_bytes, rejected);
+              }
             }
           }
         }

@@ -20,7 +20,7 @@ namespace commstack::sim::plan {
 // Each list restricts one dimension; an empty list means "every legal value" (bounded by the max_*
 // fields). Values outside the legal range are still tried and end up in the divisibility count.
 struct SearchSpace {
-  std::vector<int> tp, pp, vs, cp, ep, zero;
+  std::vector<int> tp, pp, vs, cp, ep, etp, zero;  // etp empty: 1 and tp (MoE models)
   std::vector<std::int64_t> micro_batch;
   std::vector<workloads::Recompute> recompute = {workloads::Recompute::none, workloads::Recompute::selective,
                                                  workloads::Recompute::full};

@@ -121,6 +121,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["zero"] = p.zero;
   defaults["cp"] = p.cp;
   defaults["ep"] = p.ep;
+  if (model.moe) defaults["etp"] = p.etp > 0 ? json(p.etp) : json(nullptr);  // null: the tp degree
   defaults["seq"] = p.seq > 0 ? p.seq : model.seq;
   defaults["precision"] = workloads::to_string(p.precision);
   defaults["recompute"] = workloads::to_string(p.recompute);
@@ -216,11 +217,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
            g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
 }
 
-// Fields whose null means "not set" (the parallel object's uneven stage sizes and bucket size,
-// parse_parallel).
+// Fields whose null means "not set" (the parallel object's uneven stage sizes, bucket size and
+// expert TP, parse_parallel).
 bool nullable(const std::string& key) {
   return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage" ||
-         key == "bucket_params";
+         key == "bucket_params" || key == "etp";
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.
@@ -468,7 +469,7 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
       "tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp, par.pp,
       par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off", par.virtual_stages,
       par.micro_batch, par.global_batch, par.seq, to_string(par.precision), to_string(par.recompute));
-  p.label_config += workloads::describe_uneven_split(model, par);
+  p.label_config += workloads::describe_expert_tp(model, par) + workloads::describe_uneven_split(model, par);
   return p;
 }
 

@@ -4,7 +4,7 @@ commstack_cli_test(NAME plan.text
   MATCH "configurations enumerated: [0-9]+ break a rule.*[0-9]+ simulated, [0-9]+ pruned by the lower bound.*\n +1 +[1248] +[0-9]+ ")
 commstack_cli_test(NAME plan.csv
   ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 2 --format csv
-  MATCH "^rank,tp,pp,vs,dp,cp,ep,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,.*\n1,[0-9]+,[0-9]+,.*\n2,")
+  MATCH "^rank,tp,pp,vs,dp,cp,ep,etp,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,.*\n1,[0-9]+,[0-9]+,.*\n2,")
 commstack_cli_test(NAME plan.json
   ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 2 --format json
   MATCH "\"pruned_by_bound\": [0-9]+.*\"ranked\": \\[.*\"rank\": 2")
@@ -12,7 +12,7 @@ commstack_cli_test(NAME plan.json
 # layers (Megatron's account_for_*_in_pipeline_split) they do: the row says so.
 commstack_cli_test(NAME plan.embedding_loss_split
   ARGS plan --cluster dgx-h100 --nodes 16 --model llama3-405b --tp 8 --pp 16 --cp 1 --zero 0 --micro-batch 1 --recompute full --global-batch 16 --seq 4096 --virtual-stages 1 --sequence-parallel on --format csv
-  MATCH ",tail_s,pipeline_split.*1,8,16,1,1,1,1,0,1,on,full,[0-9.,]+,embedding[+]loss")
+  MATCH ",tail_s,pipeline_split.*1,8,16,1,1,1,1,,0,1,on,full,[0-9.,]+,embedding[+]loss")
 # Ctrl-C stops the search, prints what it has with a STOPPED note, exits 130.
 add_test(NAME cli.plan.interrupted
   COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/plan_interrupt.sh $<TARGET_FILE:commstack> ${CMAKE_CURRENT_BINARY_DIR})
@@ -56,3 +56,8 @@ commstack_cli_error_test(NAME plan.repeated_value
 commstack_cli_error_test(NAME plan.repeated_recompute
   ARGS plan --cluster dgx-a100 --nodes 1 --model megatron-1.7b --recompute none,none
   MATCH "--recompute: 'none' is listed twice")
+# MoE: plan tries expert TP 1 and TP (Megatron's default); on two DGX H100 whole experts keep
+# Mixtral's EP8 all-to-all inside a node and rank first.
+commstack_cli_test(NAME plan.expert_tp
+  ARGS plan --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --global-batch 64 --seq 4096 --tp 2 --pp 1 --cp 1 --ep 8 --zero 1 --micro-batch 1 --recompute none --sequence-parallel on --format csv
+  MATCH "rank,tp,pp,vs,dp,cp,ep,etp,zero,.*\n1,2,1,1,8,1,8,1,1,1,on,none,.*\n2,2,1,1,8,1,8,2,1,1,on,none,")

@@ -87,3 +87,17 @@ commstack_cli_test(NAME train.grad_dtype_fp32
 commstack_cli_error_test(NAME train.grad_dtype_unknown
   ARGS train --cluster dgx-h100 --nodes 1 --model llama2-7b --grad-dtype fp16
   MATCH "--grad-dtype: unknown 'fp16'; expected bf16 or fp32")
+# MoE expert tensor parallelism: Megatron's default is the tp degree (the TP pair gathers the tokens
+# the all-to-all brought and reduce-scatters the experts' output); --etp 1 keeps experts whole.
+commstack_cli_test(NAME train.expert_tp_default
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --ep 8 --sequence-parallel --zero 1 --global-batch 64 --seq 4096
+  MATCH "ep 8 .* etp 2\n.*iteration time.*etp.dispatch_gather all_gather over expert_tp [(]2 ranks[)]")
+commstack_cli_test(NAME train.expert_tp_whole
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --ep 8 --etp 1 --sequence-parallel --zero 1 --global-batch 64 --seq 4096 --format json
+  MATCH "\"config\": \"tp 2 pp 1 dp 8 cp 1 ep 8 .* etp 1\"")
+commstack_cli_error_test(NAME train.expert_tp_default_too_large
+  ARGS train --cluster dgx-h100 --nodes 1 --model mixtral-8x7b --tp 8 --ep 8 --sequence-parallel --global-batch 8
+  MATCH "[$].etp: etp[*]ep = 8[*]8 = 64 does not divide tp[*]cp[*]dp = 8 .*etp not set: Megatron's default, the tp degree[)]; etp 1 keeps the experts whole")
+commstack_cli_error_test(NAME train.expert_tp_dense_model
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --tp 8 --etp 1 --global-batch 8
+  MATCH "[$].etp: is set but llama3-8b has no experts")

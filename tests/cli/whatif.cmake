@@ -58,3 +58,7 @@ whatif_error_test(no_such_file does-not-exist.json "does-not-exist.json.*neither
 commstack_cli_test(NAME whatif.uneven_stages
   ARGS whatif ${whatif_dir}/uneven-stages.json -j 1
   MATCH "ends unset again +[0-9.]+ +1[.]000 .*runs dgx-h100 x 2 nodes, tp 2 pp 4 [^\n]* stage layers first 4 middle 8 last 4\n.*stage layers first 3 middle 7 last 7")
+# Expert TP in a scenario: null restores Megatron's default (the tp degree), labels name it.
+commstack_cli_test(NAME whatif.expert_tp
+  ARGS whatif ${whatif_dir}/expert-tp.json -j 1
+  MATCH "recompute none etp 2\n.*whole experts +[0-9.]+ +1[.]0[0-9][0-9] .*default again +[0-9.]+ +1[.]000 .*recompute none etp 1\n")

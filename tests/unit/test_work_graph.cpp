@@ -308,8 +308,32 @@ TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k toke
   for (const Op* op : a2a) CHECK(op->bytes == static_cast<std::uint64_t>(sl / t * 2 * 128 * 2));
   CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks == L.group_of(GroupKind::ep, 0));
   CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks.size() == 4);
+  // Expert TP = tp = 2 (Megatron's default): the TP pair all-gathers what the all-to-all brought
+  // (2 x its bytes) before the experts and reduce-scatters it after; the backward mirrors both.
+  const std::uint64_t a2a_bytes = a2a[0]->bytes;
+  for (const auto& [name, op_kind] : {std::pair{"etp.dispatch_gather", Collective::all_gather},
+                                      std::pair{"etp.combine_scatter", Collective::reduce_scatter},
+                                      std::pair{"etp.combine_scatter.bwd", Collective::all_gather},
+                                      std::pair{"etp.dispatch_gather.bwd", Collective::reduce_scatter}}) {
+    auto ops = ops_named(g, 0, name);
+    CHECK(ops.size() == 3);
+    for (const Op* op : ops) {
+      CHECK(op->collective == op_kind);
+      CHECK(op->bytes == 2 * a2a_bytes);
+      CHECK(g.communicators[static_cast<std::size_t>(op->communicator)].ranks ==
+            L.group_of(GroupKind::tp, 0));
+    }
+  }
   // FLOPs over all ranks still equal the whole-model count.
   CHECK(compute_flops(g) == approx(iteration_flops(m, 2, 64, Recompute::none).hardware).epsilon(1e-12));
+  // Whole experts (etp 1): no expert-TP collectives, the same FLOPs.
+  ParallelConfig whole = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"ep":4,"etp":1,"micro_batch":1,"global_batch":2})");
+  OpGraph g1 = generate_op_graph(m, whole);
+  CHECK(ops_named(g1, 0, "etp.dispatch_gather").empty());
+  CHECK(ops_named(g1, 0, "ep.dispatch").size() == 3);
+  CHECK(compute_flops(g1) == approx(compute_flops(g)).epsilon(1e-12));
 }
 
 TEST_CASE("work: 1F1B posts each stage-boundary receive at its schedule point and waits for its sends") {

@@ -115,15 +115,34 @@ TEST_CASE(
                        doctest::Contains("memory: pipeline stage 0 needs"), InputError);
 }
 
-TEST_CASE("work: MoE experts are split by EP and their states by the expert-data-parallel group") {
+TEST_CASE("work: MoE experts are split by EP and expert TP, their states by the expert-data-parallel group") {
   ModelSpec m = builtin_model("mixtral-8x7b");
-  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"dp":8,"ep":8,"zero":1,"micro_batch":1,"global_batch":8,"seq":4096})");
-  const StageMemory s = estimate_memory(m, p).stages.at(0);
   const ParamCount pc = count_params(m);
+  // Expert TP 1: whole experts, 8 over EP; expert states over tp*dp*cp/ep = 2 ranks.
+  ParallelConfig p = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"dp":8,"ep":8,"etp":1,"zero":1,"micro_batch":1,"global_batch":8,"seq":4096})");
+  const StageMemory s = estimate_memory(m, p).stages.at(0);
   CHECK(static_cast<double>(s.params_expert) ==
         approx(static_cast<double>(pc.expert_per_layer) * 32 / 8).epsilon(1e-9));
   // Optimizer: dense states over dp*cp = 8, expert states over tp*dp*cp/ep = 2.
   CHECK(s.optimizer ==
         approx(12.0 * (static_cast<double>(s.params_dense) / 8 + static_cast<double>(s.params_expert) / 2))
             .epsilon(1e-6));
+  // Megatron's default expert TP = tp = 2: each expert's matrices halved (Mixtral's experts have no
+  // bias), and the expert grid 2 x 8 fills the 16 ranks, so the expert states are not sharded.
+  ParallelConfig q = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"dp":8,"ep":8,"zero":1,"micro_batch":1,"global_batch":8,"seq":4096})");
+  const StageMemory t = estimate_memory(m, q).stages.at(0);
+  CHECK(static_cast<double>(t.params_expert) ==
+        approx(static_cast<double>(pc.expert_per_layer) * 32 / 16).epsilon(1e-9));
+  CHECK(t.params_dense == s.params_dense);
+  CHECK(t.optimizer ==
+        approx(12.0 * (static_cast<double>(t.params_dense) / 8 + static_cast<double>(t.params_expert)))
+            .epsilon(1e-6));
+  // Activations: each routed copy's input arrives on both expert-TP ranks (h more per copy of the
+  // 4096 / 2 tokens x top 2 a rank routes, 2 bytes each, 32 layers); the intermediates stay the same.
+  const double extra = 32.0 * 4096 / 2 * 2 * 4096 * 2;
+  CHECK(t.activations - s.activations == approx(extra).epsilon(1e-9));
 }

@@ -38,12 +38,14 @@ std::int64_t make_tag(TagKind kind, std::int64_t mb, std::int64_t where, std::in
 class RankEmitter {
 public:
   RankEmitter(const ModelSpec& m, const ParallelConfig& p, const RankLayout& layout, OpGraph& g, int rank)
-      : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)), held_(m, p.tp, p.pp, p.ep) {
+      : m_(m), p_(p), layout_(layout), g_(g), rank_(rank), me_(layout.coord(rank)),
+        held_(m, p.tp, p.pp, p.ep, p.expert_tp()) {
     tp_comm_ = g_.communicator(GroupKind::tp, layout_.group_of(GroupKind::tp, rank));
     dp_comm_ = g_.communicator(GroupKind::dp_cp, layout_.group_of(GroupKind::dp_cp, rank));
     if (m_.moe) {
       ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
       edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
+      etp_comm_ = g_.communicator(GroupKind::expert_tp, layout_.group_of(GroupKind::expert_tp, rank));
     }
     sp_ = p_.sequence_parallel && p_.tp > 1;
     t_ = p_.tp;
@@ -194,7 +196,7 @@ private:
                  ph, mb, l, chunk, true);
     }
   }
-  int edp_size() const { return p_.tp * p_.dp * p_.cp / p_.ep; }
+  int edp_size() const { return p_.expert_dp(); }
 
   // ---- attention core with context parallelism (ring exchange of K/V chunks) ------------------
   void attention(std::int64_t l, const LayerFlops& lf, Phase ph, int mb, int chunk, bool backward) {
@@ -305,25 +307,43 @@ private:
   double activation_bwd_bytes() const { return m_.mlp == MlpKind::gelu ? 6 : 10; }
 
   // MoE: tokens are already split over TP ranks by SP (validate() requires SP with TP), so each
-  // rank routes tokens_/t tokens; experts are whole (not TP-sharded) and spread over EP ranks.
+  // rank routes tokens_/t tokens; the routed experts are spread over EP ranks and each expert's
+  // weights over its etp expert-TP ranks (Megatron's MoEAlltoAllTokenDispatcher).
   double moe_tokens() const { return tokens_ / t_; }
   double a2a_bytes() const {
     return moe_tokens() * m_.moe->top_k * static_cast<double>(m_.hidden) * p_.activation_bytes();
+  }
+  // With expert TP every rank of an expert needs each token routed to it: after the EP all-to-all
+  // the expert-TP group all-gathers what its ranks received (dispatch_postprocess), and before the
+  // combine all-to-all reduce-scatters the partial fc2 outputs (combine_preprocess). Both move the
+  // group's received tokens, etp x a2a_bytes() in all.
+  void expert_tp_collective(Collective c, const char* name, Phase ph, int mb, std::int64_t l, int chunk) {
+    if (p_.expert_tp() > 1)
+      collective(Stream::ep, c, etp_comm_, p_.expert_tp() * a2a_bytes(), name, ph, mb, l, chunk, true);
   }
   void moe_forward(std::int64_t l, const LayerFlops& lf, Phase ph, int mb, int chunk) {
     const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
     compute("moe_router", ComputeClass::gemm, lf.router / (t_ * p_.cp),
             eb * (moe_tokens() * h + h * m_.moe->experts + moe_tokens() * m_.moe->experts), ph, mb, l, chunk);
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch", ph, mb, l, chunk, true);
+    expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
     compute("moe_experts", ComputeClass::gemm, lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
+    expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk, true);
   }
+  // Bytes the expert GEMMs move: the local routed experts' weight shards and the routed copies (each
+  // on all etp ranks of its expert: the whole input and output, 1/etp of the intermediates), then
+  // the shared experts' weights and copies.
   double expert_mem(double mult) const {
     const double h = static_cast<double>(m_.hidden), f = static_cast<double>(m_.moe->ffn_hidden);
     const double matrices = m_.mlp == MlpKind::gelu ? 2 : 3;
-    const double local_experts = static_cast<double>(m_.moe->experts) / p_.ep + m_.moe->shared_experts;
-    const double copies = moe_tokens() * (m_.moe->top_k + m_.moe->shared_experts);
-    return mult * p_.gemm_operand_bytes() * (local_experts * matrices * h * f + copies * (2 * h + matrices * f));
+    const double etp = p_.expert_tp();
+    const double local_experts = static_cast<double>(m_.moe->experts) / p_.ep;
+    const double routed = moe_tokens() * m_.moe->top_k, shared = moe_tokens() * m_.moe->shared_experts;
+    const double shared_experts = m_.moe->shared_experts;
+    return mult * p_.gemm_operand_bytes() *
+           (local_experts * matrices * h * f / etp + routed * (2 * h * etp + matrices * f) +
+            shared_experts * matrices * h * f + shared * (2 * h + matrices * f));
   }
 
   // Backward of a column-parallel linear Y = X W (X: tokens x K, W: K x N on this rank; qkv, fc1):
@@ -370,7 +390,10 @@ private:
     streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
     if (m_.is_moe_layer(l)) {
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
+      // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.
+      expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
       compute("moe_experts.bwd", ComputeClass::gemm, 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l, chunk);
+      expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l, chunk, true);
       compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
     } else {
@@ -424,7 +447,7 @@ private:
   void p2p_gather(int received, const char* name, Phase ph, int mb, int chunk) {
     if (t_ > 1 && !sp_) collective(Stream::pp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, -1, chunk, true, {received});
   }
-  int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0}); }
+  int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0, 0}); }
 
   // Megatron's 1F1B posts each stage-boundary receive at its point in the schedule, paired with
   // the send there (send_forward_recv_backward after a forward, send_backward_recv_forward after a
@@ -686,7 +709,7 @@ private:
   RankCoord me_;
   RankParams held_;                // what this rank holds of the model
   std::vector<Bucket> buckets_;    // DP gradient buckets, fixed by the model and the config
-  int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1;
+  int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1, etp_comm_ = -1;
   bool sp_ = false;
   double t_ = 1, tokens_ = 0, hidden_bytes_ = 0;
   int last_compute_ = -1;

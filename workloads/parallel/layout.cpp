@@ -13,6 +13,7 @@ std::string to_string(GroupKind k) {
     case GroupKind::dp_cp: return "dp_cp";
     case GroupKind::pp: return "pp";
     case GroupKind::ep: return "ep";
+    case GroupKind::expert_tp: return "expert_tp";
     case GroupKind::expert_dp: return "expert_dp";
     case GroupKind::embedding: return "embedding";
   }
@@ -49,8 +50,10 @@ RankCoord RankLayout::coord(int r) const {
   c.dp = (r / stride_[static_cast<int>(Dim::dp)]) % par_.dp;
   c.pp = (r / stride_[static_cast<int>(Dim::pp)]) % par_.pp;
   const int j = c.tp + par_.tp * (c.cp + par_.cp * c.dp);
-  c.ep = j % par_.ep;
-  c.edp = j / par_.ep;
+  const int etp = par_.expert_tp();
+  c.etp = j % etp;
+  c.ep = (j / etp) % par_.ep;
+  c.edp = j / (etp * par_.ep);
   return c;
 }
 
@@ -63,33 +66,38 @@ std::vector<int> RankLayout::group_of(GroupKind kind, int r) const {
     return c;
   };
   // The rank of the in-stage index k = tp + t*(cp + c*dp) on this rank's stage (the expert grid).
-  auto in_stage = [&](int k) { return rank(with_j({k % par_.tp, 0, 0, me.pp, 0, 0}, k / par_.tp)); };
+  auto in_stage = [&](int k) { return rank(with_j({k % par_.tp, 0, 0, me.pp, 0, 0, 0}, k / par_.tp)); };
+  // The in-stage index of the expert grid's coordinates (etp innermost, then ep, then edp).
+  const int etp = par_.expert_tp();
+  auto expert_j = [&](int t, int e, int d) { return t + etp * (e + par_.ep * d); };
   switch (kind) {
     case GroupKind::tp:
-      for (int i = 0; i < par_.tp; ++i) out.push_back(rank({i, me.cp, me.dp, me.pp, 0, 0}));
+      for (int i = 0; i < par_.tp; ++i) out.push_back(rank({i, me.cp, me.dp, me.pp, 0, 0, 0}));
       break;
     case GroupKind::cp:
-      for (int i = 0; i < par_.cp; ++i) out.push_back(rank({me.tp, i, me.dp, me.pp, 0, 0}));
+      for (int i = 0; i < par_.cp; ++i) out.push_back(rank({me.tp, i, me.dp, me.pp, 0, 0, 0}));
       break;
     case GroupKind::dp:
-      for (int i = 0; i < par_.dp; ++i) out.push_back(rank({me.tp, me.cp, i, me.pp, 0, 0}));
+      for (int i = 0; i < par_.dp; ++i) out.push_back(rank({me.tp, me.cp, i, me.pp, 0, 0, 0}));
       break;
     case GroupKind::dp_cp:
       for (int j = 0; j < par_.cp * par_.dp; ++j) out.push_back(rank(with_j({me.tp, 0, 0, me.pp, 0, 0}, j)));
       break;
     case GroupKind::pp:
-      for (int i = 0; i < par_.pp; ++i) out.push_back(rank({me.tp, me.cp, me.dp, i, 0, 0}));
+      for (int i = 0; i < par_.pp; ++i) out.push_back(rank({me.tp, me.cp, me.dp, i, 0, 0, 0}));
       break;
     case GroupKind::ep:
-      for (int e = 0; e < par_.ep; ++e) out.push_back(in_stage(e + par_.ep * me.edp));
+      for (int e = 0; e < par_.ep; ++e) out.push_back(in_stage(expert_j(me.etp, e, me.edp)));
+      break;
+    case GroupKind::expert_tp:
+      for (int t = 0; t < etp; ++t) out.push_back(in_stage(expert_j(t, me.ep, me.edp)));
       break;
     case GroupKind::expert_dp:
-      for (int k = 0; k < par_.tp * par_.cp * par_.dp / par_.ep; ++k)
-        out.push_back(in_stage(me.ep + par_.ep * k));
+      for (int d = 0; d < par_.expert_dp(); ++d) out.push_back(in_stage(expert_j(me.etp, me.ep, d)));
       break;
     case GroupKind::embedding:
-      out.push_back(rank({me.tp, me.cp, me.dp, 0, 0, 0}));
-      if (par_.pp > 1) out.push_back(rank({me.tp, me.cp, me.dp, par_.pp - 1, 0, 0}));
+      out.push_back(rank({me.tp, me.cp, me.dp, 0, 0, 0, 0}));
+      if (par_.pp > 1) out.push_back(rank({me.tp, me.cp, me.dp, par_.pp - 1, 0, 0, 0}));
       break;
   }
   std::sort(out.begin(), out.end());
@@ -110,7 +118,7 @@ std::vector<std::vector<int>> RankLayout::groups(GroupKind kind) const {
 std::vector<int> RankLayout::representative_ranks() const {
   std::vector<int> out;
   out.reserve(static_cast<std::size_t>(par_.pp));
-  for (int s = 0; s < par_.pp; ++s) out.push_back(rank({0, 0, 0, s, 0, 0}));
+  for (int s = 0; s < par_.pp; ++s) out.push_back(rank({0, 0, 0, s, 0, 0, 0}));
   return out;
 }
 

@@ -2,11 +2,13 @@
 // Rank placement: which global GPU rank holds which (tp, cp, dp, pp) coordinate, and the
 // communicators (lists of global ranks) each kind of parallelism uses. Default order is
 // Megatron-Core's "tp-cp-ep-dp-pp": TP varies fastest (so a TP group sits inside one node when
-// tp <= GPUs per node), then CP, then DP, then PP slowest. Experts are not TP-sharded (expert TP
-// = 1, Megatron's --expert-tensor-parallel-size 1), so Megatron's expert grid "etp-ep-edp-pp"
-// numbers a stage's ranks with EP innermost: EP groups are consecutive blocks of the in-stage index
-// j = tp + tp_size*(cp + cp_size*dp), ep_rank = j % ep and the expert-data-parallel index is j / ep
-// (Mixtral TP8 EP8: the EP group is the node's 8 TP ranks).
+// tp <= GPUs per node), then CP, then DP, then PP slowest. The routed experts have a grid of their
+// own, Megatron's "etp-ep-edp-pp" (parallel_state.initialize_model_parallel, cp = 1): over the
+// in-stage index j = tp + tp_size*(cp + cp_size*dp), expert TP is innermost (etp_rank = j % etp),
+// then EP (ep_rank = (j / etp) % ep), then expert data parallelism (edp = j / (etp*ep)). With
+// Megatron's default etp = tp the expert-TP group is the TP group and an EP group takes every
+// tp-th rank (Mixtral TP2 EP8 on 16 GPUs: ranks 0, 2, ..., 14); with etp = 1 an EP group is a block
+// of consecutive ranks (Mixtral TP8 EP8 etp 1: the node's 8 TP ranks).
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ struct RankCoord {
   int tp = 0, cp = 0, dp = 0, pp = 0;
   int ep = 0;   // expert-parallel rank (0 when ep == 1)
   int edp = 0;  // expert-data-parallel index
+  int etp = 0;  // expert-tensor-parallel rank (0 when etp == 1)
 };
 
 enum class GroupKind {
@@ -26,9 +29,9 @@ enum class GroupKind {
   dp,         // pure data parallel
   dp_cp,      // dense-gradient reduction group (Megatron: data parallel with context parallel)
   pp,         // one pipeline: same tp, cp, dp
-  ep,         // expert parallel all-to-all: same pp and edp (consecutive in-stage ranks)
-  expert_dp,  // expert-gradient reduction: same pp and ep rank (tp*cp*dp/ep ranks; experts are not
-              // TP-sharded)
+  ep,         // expert parallel all-to-all: same pp, edp and expert-TP rank
+  expert_tp,  // one expert's weight shards: same pp, edp and ep rank (etp consecutive in-stage ranks)
+  expert_dp,  // expert-gradient reduction: same pp, ep and expert-TP rank (tp*cp*dp/(etp*ep) ranks)
   embedding,  // first and last pipeline stage of one pipeline (tied embedding gradient)
 };
 std::string to_string(GroupKind k);

@@ -143,6 +143,8 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   }
   p.cp = static_cast<int>(f.integer_or("cp", 1, 1, kMaxWays));
   p.ep = static_cast<int>(f.integer_or("ep", 1, 1, kMaxWays));
+  // null or absent: Megatron's default, the attention TP degree (ParallelConfig::expert_tp).
+  p.etp = static_cast<int>(f.integer_or_unset("etp", 1, kMaxWays).value_or(0));
   p.micro_batch = f.integer("micro_batch", 1, std::int64_t{1} << 30);
   p.global_batch = f.integer("global_batch", 1, std::int64_t{1} << 40);
   p.seq = f.integer_or("seq", 0, 1, std::int64_t{1} << 24);
@@ -222,23 +224,33 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     bad("sequence_parallel", fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));
   }
   if (p.ep > 1 && !m.moe) bad("ep", fmt::format("{} > 1 but {} has no experts", p.ep, m.name));
+  if (p.etp > 0 && !m.moe) bad("etp", fmt::format("is set but {} has no experts", m.name));
   if (m.moe) {
-    // Megatron asserts it: with pp not the outermost dimension the expert grid and the dense grid
-    // keep their pipelines alike only when the expert-data-parallel size equals dp.
     // 64-bit: the degrees are checked one by one (up to 2^20 each), not their product.
     const std::int64_t stage_ranks = std::int64_t{p.tp} * p.cp * p.dp;
-    if (p.pp > 1 && p.order.back() != Dim::pp && stage_ranks % p.ep == 0 && stage_ranks / p.ep != p.dp)
+    const std::int64_t etp = p.expert_tp(), expert_grid = etp * p.ep;
+    const std::string etp_origin = p.etp > 0 ? "" : " (etp not set: Megatron's default, the tp degree)";
+    if (m.moe->experts % p.ep != 0)
+      bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
+    if (m.moe->ffn_hidden % etp != 0)
+      bad(p.etp > 0 ? "etp" : "tp",
+          fmt::format("expert tensor parallelism {} does not divide the experts' ffn_hidden = {}{}", etp,
+                      m.moe->ffn_hidden, etp_origin));
+    // Megatron: world % (etp * ep * pp) == 0, i.e. the expert grid etp x ep tiles a stage's ranks.
+    if (stage_ranks % expert_grid != 0) {
+      bad(p.etp > 0 || etp == 1 ? "ep" : "etp",
+          fmt::format(
+              "etp*ep = {}*{} = {} does not divide tp*cp*dp = {} (the ranks of a pipeline stage){}{}", etp,
+              p.ep, expert_grid, stage_ranks, etp_origin,
+              p.etp == 0 && etp > 1 && stage_ranks % p.ep == 0 ? "; etp 1 keeps the experts whole" : ""));
+    }
+    // Megatron asserts it: with pp not the outermost dimension the expert grid and the dense grid
+    // keep their pipelines alike only when the expert-data-parallel size equals dp.
+    if (p.pp > 1 && p.order.back() != Dim::pp && stage_ranks / expert_grid != p.dp)
       bad("order",
           fmt::format("pp is not the last dimension, so Megatron needs the expert-data-parallel size "
-                      "tp*cp*dp/ep = {} to equal dp = {} (ep = tp*cp = {}), or pp last",
-                      stage_ranks / p.ep, p.dp, std::int64_t{p.tp} * p.cp));
-    if (m.moe->experts % p.ep != 0) bad("ep", fmt::format("{} does not divide the {} experts", p.ep, m.moe->experts));
-    // Megatron: world % (expert_tp * ep * pp) == 0, with expert TP = 1 here (layout.hpp).
-    if (stage_ranks % p.ep != 0)
-      bad("ep",
-          fmt::format("{} does not divide tp*cp*dp = {} (the ranks of a pipeline stage; Megatron's rule with "
-                      "expert tensor parallelism 1)",
-                      p.ep, stage_ranks));
+                      "tp*cp*dp/(etp*ep) = {} to equal dp = {} (etp*ep = tp*cp = {}), or pp last",
+                      stage_ranks / expert_grid, p.dp, std::int64_t{p.tp} * p.cp));
     // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
     if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
@@ -270,6 +282,10 @@ std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& 
   if (par.pp == 1) return fmt::format(" stage layers {}", stage(0));
   if (par.pp == 2) return fmt::format(" stage layers first {} last {}", stage(0), stage(1));
   return fmt::format(" stage layers first {} middle {} last {}", stage(0), stage(1), stage(par.pp - 1));
+}
+
+std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par) {
+  return model.moe ? fmt::format(" etp {}", par.expert_tp()) : "";
 }
 
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {

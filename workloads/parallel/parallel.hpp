@@ -53,6 +53,9 @@ struct ParallelConfig {
   int zero = 0;            // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
   int cp = 1;
   int ep = 1;
+  // Expert tensor parallelism (Megatron's --expert-tensor-parallel-size): each routed expert's
+  // weights split over etp ranks. 0: not set, Megatron's default, the attention TP (expert_tp()).
+  int etp = 0;
   std::int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
   std::int64_t global_batch = 1;  // sequences per iteration, all DP ranks together
   std::int64_t seq = 0;           // tokens per sequence (the model's seq when the config omits it)
@@ -81,6 +84,9 @@ struct ParallelConfig {
   int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
 
   int gpus() const { return tp * pp * dp * cp; }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Ranks that hold one copy of a stage's routed experts between them: tp*cp*dp / (etp*ep).
+  int expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
   std::int64_t bucket_size() const {
     if (bucket_params > 0) return bucket_params;
     // Without overlap Megatron reduces everything at once: bucket_size None (Megatron-Core), the
@@ -114,6 +120,8 @@ bool uneven_split(const ParallelConfig& par);
 // For run labels: " stage layers first F middle M last L" (each stage's layers, all its chunks;
 // no middle at pp 2, only "stage layers N" at pp 1); empty for the even split.
 std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par);
+// For run labels: " etp N" for MoE models (the expert TP degree in use, set or Megatron's default).
+std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par);
 // Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
 // Megatron's warm-up (pp - stage - 1)*2 + (vs - 1)*pp, plus the first steady-state forward).
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage);
