@@ -324,6 +324,23 @@ TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k toke
             L.group_of(GroupKind::tp, 0));
     }
   }
+  // The shared expert is an MLP over the TP group (Megatron's SharedExpertMLP): SP gathers its input
+  // and reduce-scatters its output, b*(s/cp)*h*2 bytes each; fc1 (SwiGLU gate + up) is
+  // tokens x h x 2*256/t.
+  auto shared_fc1 = ops_named(g, 0, "shared_experts_fc1");
+  REQUIRE(shared_fc1.size() == 3);
+  CHECK(shared_fc1[0]->flops == approx(2 * sl * 128 * 2 * 256 / t).epsilon(1e-12));
+  for (const char* name :
+       {"tp.all_gather.shared_experts_in", "tp.reduce_scatter.shared_experts_out",
+        "tp.all_gather.shared_experts_out_grad", "tp.reduce_scatter.shared_experts_in_grad"}) {
+    auto ops = ops_named(g, 0, name);
+    CHECK(ops.size() >= 3);
+    for (const Op* op : ops) {
+      CHECK(op->bytes == static_cast<std::uint64_t>(sl * 128 * 2));
+      CHECK(g.communicators[static_cast<std::size_t>(op->communicator)].ranks ==
+            L.group_of(GroupKind::tp, 0));
+    }
+  }
   // FLOPs over all ranks still equal the whole-model count.
   CHECK(compute_flops(g) == approx(iteration_flops(m, 2, 64, Recompute::none).hardware).epsilon(1e-12));
   // Whole experts (etp 1): no expert-TP collectives, the same FLOPs.

@@ -288,16 +288,52 @@ private:
     if (m_.is_moe_layer(l)) {
       moe_forward(l, lf, ph, mb, chunk);
     } else {
-      const double f = static_cast<double>(m_.ffn_hidden);
-      const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;  // SwiGLU: gate and up in one GEMM
-      tp_gather("tp.all_gather.mlp_in", ph, mb, l, chunk);
-      gemm("mlp_fc1", tokens_, h, in_width / t_, 1, ph, mb, l, chunk);
-      streaming(rc ? "mlp_act.recompute" : "mlp_act", activation_fwd_bytes() * tokens_ * f / t_, ph, mb, l, chunk);
-      gemm("mlp_fc2", tokens_, f / t_, h, 1, ph, mb, l, chunk);
-      tp_reduce("tp.reduce_scatter.mlp_out", "tp.all_reduce.mlp_out", ph, mb, l, chunk);
+      mlp_forward(kDenseMlp, static_cast<double>(m_.ffn_hidden), ph, mb, l, chunk);
     }
     streaming(rc ? "residual_add.mlp.recompute" : "residual_add.mlp", residual_fwd_bytes() * residual_elements(), ph, mb, l,
               chunk);
+  }
+
+  // The op names of one TP-split MLP: the dense MLP, or an MoE layer's shared experts (Megatron's
+  // SharedExpertMLP, an MLP over the TP group whose width is shared_experts x the expert width).
+  struct MlpNames {
+    const char *gather_in, *fc1, *act, *act_recompute, *fc2, *rs_out, *ar_out;
+    const char *gather_out_grad, *fc2_bwd, *act_bwd, *fc1_bwd_input, *fc1_bwd_weight, *rs_in_grad, *ar_in_grad;
+  };
+  static constexpr MlpNames kDenseMlp{
+      "tp.all_gather.mlp_in",       "mlp_fc1",          "mlp_act",           "mlp_act.recompute",
+      "mlp_fc2",                    "tp.reduce_scatter.mlp_out", "tp.all_reduce.mlp_out",
+      "tp.all_gather.mlp_out_grad", "mlp_fc2.bwd",      "mlp_act.bwd",       "mlp_fc1.bwd_input",
+      "mlp_fc1.bwd_weight",         "tp.reduce_scatter.mlp_in_grad",         "tp.all_reduce.mlp_in_grad"};
+  static constexpr MlpNames kSharedExperts{
+      "tp.all_gather.shared_experts_in", "shared_experts_fc1", "shared_experts_act", "shared_experts_act.recompute",
+      "shared_experts_fc2", "tp.reduce_scatter.shared_experts_out", "tp.all_reduce.shared_experts_out",
+      "tp.all_gather.shared_experts_out_grad", "shared_experts_fc2.bwd", "shared_experts_act.bwd",
+      "shared_experts_fc1.bwd_input", "shared_experts_fc1.bwd_weight", "tp.reduce_scatter.shared_experts_in_grad",
+      "tp.all_reduce.shared_experts_in_grad"};
+  // Column-parallel fc1 (SwiGLU: gate and up in one GEMM), the activation, row-parallel fc2, with
+  // SP's gather before and reduce-scatter after (all-reduce without SP).
+  void mlp_forward(const MlpNames& n, double f, Phase ph, int mb, std::int64_t l, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
+    tp_gather(n.gather_in, ph, mb, l, chunk);
+    gemm(n.fc1, tokens_, h, in_width / t_, 1, ph, mb, l, chunk);
+    streaming(ph == Phase::recompute ? n.act_recompute : n.act, activation_fwd_bytes() * tokens_ * f / t_, ph, mb, l,
+              chunk);
+    gemm(n.fc2, tokens_, f / t_, h, 1, ph, mb, l, chunk);
+    tp_reduce(n.rs_out, n.ar_out, ph, mb, l, chunk);
+  }
+  // Conjugates of the forward: SP gathers the output gradient, and gathers the input again for
+  // the weight gradient (SP stores it sharded); the input gradient is reduce-scattered.
+  void mlp_backward(const MlpNames& n, double f, int mb, std::int64_t l, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
+    const Phase B = Phase::backward;
+    tp_gather(n.gather_out_grad, B, mb, l, chunk);
+    gemm(n.fc2_bwd, tokens_, f / t_, h, 2, B, mb, l, chunk);
+    streaming(n.act_bwd, activation_bwd_bytes() * tokens_ * f / t_, B, mb, l, chunk);
+    column_parallel_backward(n.fc1_bwd_input, n.fc1_bwd_weight, h, in_width / t_, n.gather_in, n.rs_in_grad,
+                             n.ar_in_grad, mb, l, chunk);
   }
 
   // Bytes per element of the activation function between fc1 and fc2 (per element of the ffn width):
@@ -327,23 +363,30 @@ private:
             eb * (moe_tokens() * h + h * m_.moe->experts + moe_tokens() * m_.moe->experts), ph, mb, l, chunk);
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch", ph, mb, l, chunk, true);
     expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
-    compute("moe_experts", ComputeClass::gemm, lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
+    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
     expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk, true);
+    if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
   }
-  // Bytes the expert GEMMs move: the local routed experts' weight shards and the routed copies (each
-  // on all etp ranks of its expert: the whole input and output, 1/etp of the intermediates), then
-  // the shared experts' weights and copies.
+  // The routed experts' part of the MoE layer's MLP FLOPs (top_k of top_k + shared expert copies per
+  // token); the shared experts run as their own TP-split MLP of width shared x expert width.
+  double routed_share() const {
+    const double k = m_.moe->top_k;
+    return k / (k + m_.moe->shared_experts);
+  }
+  double shared_width() const {
+    return static_cast<double>(m_.moe->shared_experts) * static_cast<double>(m_.moe->ffn_hidden);
+  }
+  // Bytes the routed expert GEMMs move: the local experts' weight shards and the routed copies (each
+  // on all etp ranks of its expert: the whole input and output, 1/etp of the intermediates).
   double expert_mem(double mult) const {
     const double h = static_cast<double>(m_.hidden), f = static_cast<double>(m_.moe->ffn_hidden);
     const double matrices = m_.mlp == MlpKind::gelu ? 2 : 3;
     const double etp = p_.expert_tp();
     const double local_experts = static_cast<double>(m_.moe->experts) / p_.ep;
-    const double routed = moe_tokens() * m_.moe->top_k, shared = moe_tokens() * m_.moe->shared_experts;
-    const double shared_experts = m_.moe->shared_experts;
+    const double routed = moe_tokens() * m_.moe->top_k;
     return mult * p_.gemm_operand_bytes() *
-           (local_experts * matrices * h * f / etp + routed * (2 * h * etp + matrices * f) +
-            shared_experts * matrices * h * f + shared * (2 * h + matrices * f));
+           (local_experts * matrices * h * f / etp + routed * (2 * h * etp + matrices * f));
   }
 
   // Backward of a column-parallel linear Y = X W (X: tokens x K, W: K x N on this rank; qkv, fc1):
@@ -389,23 +432,17 @@ private:
     if (p_.recompute == Recompute::full) layer_forward(l, Phase::recompute, mb, chunk);
     streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
     if (m_.is_moe_layer(l)) {
+      if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
       // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.
       expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
-      compute("moe_experts.bwd", ComputeClass::gemm, 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l, chunk);
+      compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l,
+              chunk);
       expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l, chunk, true);
       compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
     } else {
-      const double f = static_cast<double>(m_.ffn_hidden);
-      const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
-      // Conjugates of the forward: SP gathers the output gradient, and gathers the input again for
-      // the weight gradient (SP stores it sharded); the input gradient is reduce-scattered.
-      tp_gather("tp.all_gather.mlp_out_grad", B, mb, l, chunk);
-      gemm("mlp_fc2.bwd", tokens_, f / t_, h, 2, B, mb, l, chunk);
-      streaming("mlp_act.bwd", activation_bwd_bytes() * tokens_ * f / t_, B, mb, l, chunk);
-      column_parallel_backward("mlp_fc1.bwd_input", "mlp_fc1.bwd_weight", h, in_width / t_, "tp.all_gather.mlp_in", "tp.reduce_scatter.mlp_in_grad",
-                               "tp.all_reduce.mlp_in_grad", mb, l, chunk);
+      mlp_backward(kDenseMlp, static_cast<double>(m_.ffn_hidden), mb, l, chunk);
     }
     streaming("layernorm.mlp_in.bwd", kNormBwdBytes * residual_elements(), B, mb, l, chunk);
     streaming("residual_add.attn.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
