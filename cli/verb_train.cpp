@@ -27,13 +27,14 @@ namespace {
 
 struct TrainOptions {
   std::string cluster, nodes, model;
-  std::string tp = "1", pp = "1", dp, cp = "1", ep = "1", zero = "0";  // dp empty: the GPUs left, as Megatron
-  std::string etp;                                                     // empty: the tp degree, as Megatron
+  std::string tp = "1", pp = "1", cp = "1", ep = "1", zero = "0";
+  std::optional<std::string> dp;   // not given: the GPUs left, as Megatron
+  std::optional<std::string> etp;  // not given: the tp degree, as Megatron
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
   std::string grad_dtype = "bf16";
-  std::string first_stage_layers, last_stage_layers;
+  std::optional<std::string> first_stage_layers, last_stage_layers, pipeline_layout;
   bool embedding_in_split = false, loss_in_split = false;
   bool sequence_parallel = false;
   std::string compute_profile, channels = "auto", fidelity = "auto";
@@ -64,10 +65,10 @@ void run(const TrainOptions& o) {
   workloads::ParallelConfig par;
   par.tp = static_cast<int>(parse_int(o.tp, "--tp", 1, 1 << 16));
   par.pp = static_cast<int>(parse_int(o.pp, "--pp", 1, 1 << 16));
-  if (!o.dp.empty()) par.dp = static_cast<int>(parse_int(o.dp, "--dp", 1, 1 << 20));
+  if (o.dp) par.dp = static_cast<int>(parse_int(*o.dp, "--dp", 1, 1 << 20));
   par.cp = static_cast<int>(parse_int(o.cp, "--cp", 1, 1 << 16));
   par.ep = static_cast<int>(parse_int(o.ep, "--ep", 1, 1 << 16));
-  if (!o.etp.empty()) par.etp = static_cast<int>(parse_int(o.etp, "--etp", 1, 1 << 16));
+  if (o.etp) par.etp = static_cast<int>(parse_int(*o.etp, "--etp", 1, 1 << 16));
   par.zero = static_cast<int>(parse_int(o.zero, "--zero", 0, 3));
   par.micro_batch = parse_int(o.micro_batch, "--micro-batch", 1, 1 << 20);
   if (!o.seq.empty()) par.seq = parse_int(o.seq, "--seq", 1, 1 << 24);
@@ -87,11 +88,13 @@ void run(const TrainOptions& o) {
   par.grad_bytes = grad_bytes_option(o.grad_dtype);
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
-  if (!o.first_stage_layers.empty())
+  if (o.first_stage_layers)
     par.first_stage_layers =
-        parse_int(o.first_stage_layers, "--decoder-first-pipeline-num-layers", 1, 100000);
-  if (!o.last_stage_layers.empty())
-    par.last_stage_layers = parse_int(o.last_stage_layers, "--decoder-last-pipeline-num-layers", 1, 100000);
+        parse_int(*o.first_stage_layers, "--decoder-first-pipeline-num-layers", 1, 100000);
+  if (o.last_stage_layers)
+    par.last_stage_layers = parse_int(*o.last_stage_layers, "--decoder-last-pipeline-num-layers", 1, 100000);
+  if (o.pipeline_layout)
+    par.layout = workloads::parse_pipeline_layout(*o.pipeline_layout, "--pipeline-model-parallel-layout");
   par.embedding_in_split = o.embedding_in_split;
   par.loss_in_split = o.loss_in_split;
   par.sequence_parallel = o.sequence_parallel;
@@ -105,7 +108,7 @@ void run(const TrainOptions& o) {
   const auto topo = topologies::build_topology(spec, nodes);
   if (const std::string note = topologies::several_nics_note(topo); !note.empty())
     fmt::print(stderr, "commstack: note: {}\n", note);
-  if (o.dp.empty()) par.dp = derived_dp(par, topo.gpu_count());
+  if (!o.dp) par.dp = derived_dp(par, topo.gpu_count());
   par.global_batch = o.global_batch.empty() ? par.micro_batch * par.dp
                                             : parse_int(o.global_batch, "--global-batch", 1, 1LL << 40);
   // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128,
@@ -118,7 +121,8 @@ void run(const TrainOptions& o) {
   }
   workloads::validate(model, par, topo.gpu_count(),
                       "train options (--tp/--pp/--dp/--cp/--ep/--etp/--virtual-stages/--*-batch/--seq, "
-                      "--decoder-*-pipeline-num-layers, --account-for-*-in-pipeline-split)");
+                      "--decoder-*-pipeline-num-layers, --account-for-*-in-pipeline-split, "
+                      "--pipeline-model-parallel-layout)");
 
   sim::train::TrainSetup setup;
   setup.model = model;
@@ -210,6 +214,11 @@ void register_train(CLI::App& app) {
                 "Count the embedding as one layer of the first stage in the pipeline split");
   sub->add_flag("--account-for-loss-in-pipeline-split", opts->loss_in_split,
                 "Count the loss (output layer) as one layer of the last stage in the pipeline split");
+  sub->add_option(
+      "--pipeline-model-parallel-layout", opts->pipeline_layout,
+      "Megatron-Core's custom layout: each virtual stage's layers, stages split by '|' (E embedding, t "
+      "transformer layer, L loss; x*n and (...)*n repeat), e.g. \"Et*3|(tt|)*29,t|L\"; sets the model "
+      "chunks per pipeline rank");
   sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");

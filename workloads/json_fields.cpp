@@ -93,6 +93,11 @@ std::optional<std::int64_t> JsonFields::integer_or_unset(const std::string& key,
   if (!has(key) || obj_.at(key).is_null()) return std::nullopt;
   return integer(key, min, max);
 }
+std::optional<std::string> JsonFields::string_or_unset(const std::string& key) {
+  seen_.insert(key);
+  if (!has(key) || obj_.at(key).is_null()) return std::nullopt;
+  return string(key);
+}
 double JsonFields::number_or(const std::string& key, double fallback, double min, double max) {
   seen_.insert(key);
   return has(key) ? number(key, min, max) : fallback;

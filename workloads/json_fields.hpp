@@ -41,6 +41,7 @@ public:
   // An optional integer whose JSON null means "not set", as Python's None in the Megatron config
   // it mirrors (nullopt when absent or null).
   std::optional<std::int64_t> integer_or_unset(const std::string& key, std::int64_t min, std::int64_t max);
+  std::optional<std::string> string_or_unset(const std::string& key);
   // A nested object, or nullptr when absent (marks the key as known).
   const nlohmann::json* object_or_null(const std::string& key);
 

@@ -121,7 +121,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
       // recipes set); only meaningful for MoE models.
       std::vector<int> etps = {0};
       if (m.moe) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
-      for (int etp : m.moe ? or_default(space.etp, etps) : etps) {
+      for (int etp : or_default(space.etp, etps)) {  // on a dense model validate() refuses a set etp
         par.etp = etp;
         for (int zero : or_default(space.zero, zeros)) {
           par.zero = zero;

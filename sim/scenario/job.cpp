@@ -117,6 +117,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["num_layers_in_last_pipeline_stage"] = nullptr;
   defaults["account_for_embedding_in_pipeline_split"] = p.embedding_in_split;
   defaults["account_for_loss_in_pipeline_split"] = p.loss_in_split;
+  defaults["pipeline_model_parallel_layout"] = p.layout ? json(p.layout->text) : json(nullptr);
   defaults["dp"] = p.dp;
   defaults["zero"] = p.zero;
   defaults["cp"] = p.cp;
@@ -217,11 +218,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
            g, fmt::join(workloads::builtin_compute_profile_names(), ", ")));
 }
 
-// Fields whose null means "not set" (the parallel object's uneven stage sizes, bucket size and
-// expert TP, parse_parallel).
+// Fields whose null means "not set" (the parallel object's uneven stage sizes, pipeline layout,
+// bucket size and expert TP, parse_parallel).
 bool nullable(const std::string& key) {
   return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage" ||
-         key == "bucket_params" || key == "etp";
+         key == "bucket_params" || key == "etp" || key == "pipeline_model_parallel_layout";
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.

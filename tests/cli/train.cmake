@@ -101,3 +101,14 @@ commstack_cli_error_test(NAME train.expert_tp_default_too_large
 commstack_cli_error_test(NAME train.expert_tp_dense_model
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --tp 8 --etp 1 --global-batch 8
   MATCH "[$].etp: is set but llama3-8b has no experts")
+# Megatron-Core's custom pipeline layout: an empty stage passes the activation on (PP 4, stage 1
+# holds no layer, stage 3 only the loss); a layout whose layers do not add up is refused.
+commstack_cli_test(NAME train.pipeline_layout_empty_stage
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*12||t*12|L
+  MATCH "pipeline layout Et[*]12[|][|]t[*]12[|]L\n.*iteration time")
+commstack_cli_error_test(NAME train.pipeline_layout_layers_wrong
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*6|t*6|t*6|t*5L
+  MATCH "[$].pipeline_model_parallel_layout: holds 23 transformer layers 't' but megatron-1.7b has 24")
+commstack_cli_error_test(NAME train.pipeline_layout_bad_character
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*6|t*6|x|t*6L
+  MATCH "--pipeline-model-parallel-layout: 'x' in stage 2 is not a layer character")

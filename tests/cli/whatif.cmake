@@ -62,3 +62,7 @@ commstack_cli_test(NAME whatif.uneven_stages
 commstack_cli_test(NAME whatif.expert_tp
   ARGS whatif ${whatif_dir}/expert-tp.json -j 1
   MATCH "recompute none etp 2\n.*whole experts +[0-9.]+ +1[.]0[0-9][0-9] .*default again +[0-9.]+ +1[.]000 .*recompute none etp 1\n")
+# A Megatron layout in a variant: the same 4/8/8/4 split as num_layers_in_first/last 4, the same time.
+commstack_cli_test(NAME whatif.pipeline_layout
+  ARGS whatif ${whatif_dir}/uneven-stages.json -j 1
+  MATCH "lighter ends +([0-9.]+ +[0-9.]+ +[0-9.%]+ +[0-9]+) .*megatron layout +([0-9.]+ +[0-9.]+ +[0-9.%]+ +[0-9]+) .*pipeline layout Et[*]4[|][(]t[*]8[|][)][*]2t[*]4L")

@@ -68,6 +68,14 @@ TEST_CASE("work: parallel validation names the broken rule") {
         "$.etp: expert tensor parallelism 3 does not divide the experts' ffn_hidden = 14336");
   check(gpt, R"({"etp":1,"micro_batch":1,"global_batch":1})", -1,
         "$.etp: is set but korthikanti-175b has no experts");
+  // Set expert TP that breaks the expert grid is named as etp; the shared experts split over TP.
+  check(mix, R"({"tp":2,"sequence_parallel":true,"dp":8,"ep":8,"etp":4,"micro_batch":1,"global_batch":8})",
+        16, "$.etp: etp*ep = 4*8 = 32 does not divide tp*cp*dp = 16 (the ranks of a pipeline stage)");
+  ModelSpec odd = mix;
+  odd.moe->shared_experts = 1;
+  odd.moe->ffn_hidden = 100;
+  check(odd, R"({"tp":8,"sequence_parallel":true,"ep":8,"etp":1,"micro_batch":1,"global_batch":1})", 8,
+        "$.tp: 8 does not divide the shared experts' width 1 x 100 = 100");
   check(gpt, R"({"pp":2,"dp":2,"zero":3,"micro_batch":1,"global_batch":2})", -1, "ZeRO-3");
   // Gradient accumulation the op graph cannot hold (it grew to 3 GB and std::bad_alloc before).
   check(gpt, R"({"dp":2,"micro_batch":1,"global_batch":8388608})", -1,

@@ -481,8 +481,17 @@ private:
   // sequence shard, so there is nothing to gather. The gather is on the pipeline stream: it is part
   // of the stage-boundary transfer (Megatron's p2p_communication), and waiting for it is pipeline time.
   double p2p_bytes() const { return hidden_bytes_ / t_; }
-  void p2p_gather(int received, const char* name, Phase ph, int mb, int chunk) {
-    if (t_ > 1 && !sp_) collective(Stream::pp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, -1, chunk, true, {received});
+  // Returns the op after which the received tensor is whole (the gather, or the receive itself).
+  int p2p_gather(int received, const char* name, Phase ph, int mb, int chunk) {
+    if (t_ > 1 && !sp_)
+      return collective(Stream::pp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, -1, chunk, true,
+                        {received});
+    return received;
+  }
+  // What a stage-boundary send waits for: the chunk's last compute, or, for a chunk that computes
+  // nothing (an empty stage of a custom pipeline layout passes the tensor on), the tensor received.
+  std::vector<int> send_deps(int received) const {
+    return last_compute_ >= 0 && received < last_compute_ ? std::vector<int>{last_compute_} : std::vector<int>{received};
   }
   int rank_of_stage(int stage) const { return layout_.rank({me_.tp, me_.cp, me_.dp, stage, 0, 0, 0}); }
 
@@ -501,12 +510,13 @@ private:
     const int vs = virtual_stage(chunk);
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
     if (mb == 0) start_param_gathers(chunk);
+    int input = -1;
     if (!first_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
       const int got = recv(Stream::pp, from, make_tag(kPpForward, mb, vs - 1, -1, 0), p2p_bytes(),
                            "pp.recv_activation", Phase::forward, mb, -1, chunk, p2p_recv_deps());
       pending_.push_back(got);
-      p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
+      input = p2p_gather(got, "pp.all_gather_activation", Phase::forward, mb, chunk);
     } else {
       const double bytes = hidden_bytes_;
       zero3_gather_params(held_.embedding(), "zero3.gather_embedding", Phase::forward, mb,
@@ -526,7 +536,7 @@ private:
     } else {
       const int to = rank_of_stage((me_.pp + 1) % p_.pp);
       p2p_send(send(Stream::pp, to, make_tag(kPpForward, mb, vs, -1, 0), p2p_bytes(), "pp.send_activation",
-                    Phase::forward, mb, -1, chunk, {last_compute_}));
+                    Phase::forward, mb, -1, chunk, send_deps(input)));
     }
   }
 
@@ -553,12 +563,13 @@ private:
     const int vs = virtual_stage(chunk);
     const LayerRange r = stage_layers(m_, p_, me_.pp, chunk);
     const Phase B = Phase::backward;
+    int input = -1;
     if (!last_virtual(chunk)) {
       const int from = rank_of_stage((me_.pp + 1) % p_.pp);
       const int got = recv(Stream::pp, from, make_tag(kPpBackward, mb, vs + 1, -1, 0), p2p_bytes(),
                            "pp.recv_grad", B, mb, -1, chunk, p2p_recv_deps());
       pending_.push_back(got);
-      p2p_gather(got, "pp.all_gather_grad", B, mb, chunk);
+      input = p2p_gather(got, "pp.all_gather_grad", B, mb, chunk);
     } else {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
       zero3_gather_params(output_grad_params(), "zero3.gather_output", B, mb, chunk);
@@ -580,7 +591,7 @@ private:
     } else {
       const int to = rank_of_stage((me_.pp + p_.pp - 1) % p_.pp);
       p2p_send(send(Stream::pp, to, make_tag(kPpBackward, mb, vs, -1, 0), p2p_bytes(), "pp.send_grad", B, mb,
-                    -1, chunk, {last_compute_}));
+                    -1, chunk, send_deps(input)));
     }
   }
 

@@ -63,6 +63,28 @@ template <class Bad>
 void check_layer_split(const ModelSpec& m, const ParallelConfig& p, const Bad& bad) {
   const std::int64_t vs = p.virtual_stages, pp = p.pp, l = m.layers;
   const bool first = p.first_stage_layers > 0, last = p.last_stage_layers > 0;
+  if (p.layout) {
+    const char* field = "pipeline_model_parallel_layout";
+    if (first || last || p.embedding_in_split || p.loss_in_split)
+      bad(field,
+          "cannot be set together with num_layers_in_first/last_pipeline_stage or "
+          "account_for_embedding/loss_in_pipeline_split (Megatron refuses it too)");
+    const auto stages = static_cast<std::int64_t>(p.layout->layers_per_stage.size());
+    std::int64_t layers = 0;
+    for (std::int64_t n : p.layout->layers_per_stage) layers += n;
+    if (layers != l)
+      bad(field, fmt::format("holds {} transformer layers 't' but {} has {}", layers, m.name, l));
+    if (stages % pp != 0)
+      bad(field, fmt::format("has {} stages, not a multiple of pp = {} (each pipeline rank runs stages / pp "
+                             "model chunks)",
+                             stages, pp));
+    if (vs != stages / pp)
+      bad(field,
+          fmt::format("has {} stages = pp {} x {} model chunks but virtual_stages is {} (leave it out: the "
+                      "layout sets it, as in Megatron)",
+                      stages, pp, stages / pp, vs));
+    return;
+  }
   if ((first || last) && (p.embedding_in_split || p.loss_in_split)) {
     bad(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
         "cannot be set together with account_for_embedding/loss_in_pipeline_split (Megatron refuses it too)");
@@ -131,6 +153,10 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.last_stage_layers = f.integer_or_unset("num_layers_in_last_pipeline_stage", 1, 100000).value_or(0);
   p.embedding_in_split = f.boolean_or("account_for_embedding_in_pipeline_split", false);
   p.loss_in_split = f.boolean_or("account_for_loss_in_pipeline_split", false);
+  // null or absent: not set (Megatron's None).
+  if (const auto layout = f.string_or_unset("pipeline_model_parallel_layout"))
+    p.layout = parse_pipeline_layout(
+        *layout, fmt::format("{}: {}", where, f.path_of("pipeline_model_parallel_layout")));
   p.dp = static_cast<int>(f.integer_or("dp", 1, 1, kMaxWays));
   p.zero = static_cast<int>(f.integer_or("zero", 0, 0, 3));
   if (f.has("fsdp")) {
@@ -190,6 +216,13 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   }
   if (m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("{} does not divide ffn_hidden = {}", p.tp, m.ffn_hidden));
   if (m.vocab % p.tp != 0) bad("tp", fmt::format("{} does not divide the vocabulary of {} (pad it)", p.tp, m.vocab));
+  // A layout sets the model chunks per pipeline rank (Megatron derives the virtual pipeline size from
+  // it and refuses --num-virtual-stages-per-pipeline-rank next to it).
+  if (p.layout && p.pp > 0 && p.layout->layers_per_stage.size() % static_cast<std::size_t>(p.pp) == 0 &&
+      p.virtual_stages == 1 && p.schedule == PipelineSchedule::one_f_one_b) {
+    p.virtual_stages = static_cast<int>(p.layout->layers_per_stage.size() / static_cast<std::size_t>(p.pp));
+    if (p.virtual_stages > 1) p.schedule = PipelineSchedule::interleaved;
+  }
   if (p.schedule == PipelineSchedule::one_f_one_b && p.virtual_stages != 1) {
     bad("virtual_stages", fmt::format("{} needs \"schedule\": \"interleaved\"", p.virtual_stages));
   }
@@ -238,7 +271,7 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
                       m.moe->ffn_hidden, etp_origin));
     // Megatron: world % (etp * ep * pp) == 0, i.e. the expert grid etp x ep tiles a stage's ranks.
     if (stage_ranks % expert_grid != 0) {
-      bad(p.etp > 0 || etp == 1 ? "ep" : "etp",
+      bad(etp > 1 ? "etp" : "ep",
           fmt::format(
               "etp*ep = {}*{} = {} does not divide tp*cp*dp = {} (the ranks of a pipeline stage){}{}", etp,
               p.ep, expert_grid, stage_ranks, etp_origin,
@@ -251,6 +284,12 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
           fmt::format("pp is not the last dimension, so Megatron needs the expert-data-parallel size "
                       "tp*cp*dp/(etp*ep) = {} to equal dp = {} (etp*ep = tp*cp = {}), or pp last",
                       stage_ranks / expert_grid, p.dp, std::int64_t{p.tp} * p.cp));
+    // The shared experts are one MLP over the TP group (Megatron's SharedExpertMLP), its width
+    // shared x expert width split like a dense MLP's.
+    if (const std::int64_t shared = m.moe->shared_experts * m.moe->ffn_hidden;
+        shared > 0 && shared % p.tp != 0)
+      bad("tp", fmt::format("{} does not divide the shared experts' width {} x {} = {}", p.tp,
+                            m.moe->shared_experts, m.moe->ffn_hidden, shared));
     // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
     if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
@@ -269,11 +308,12 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
 
 bool uneven_split(const ParallelConfig& par) {
   return par.first_stage_layers > 0 || par.last_stage_layers > 0 || par.embedding_in_split ||
-         par.loss_in_split;
+         par.loss_in_split || par.layout.has_value();
 }
 
 std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par) {
   if (!uneven_split(par)) return "";
+  if (par.layout) return fmt::format(" pipeline layout {}", par.layout->text);
   auto stage = [&](int s) {
     std::int64_t n = 0;
     for (int c = 0; c < par.virtual_stages; ++c) n += chunk_layer_count(model, par, s, c);
@@ -290,6 +330,9 @@ std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par
 
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
   const std::int64_t vs = par.virtual_stages;
+  if (par.layout)
+    return par.layout->layers_per_stage.at(
+        static_cast<std::size_t>(chunk) * static_cast<std::size_t>(par.pp) + static_cast<std::size_t>(stage));
   if (par.first_stage_layers > 0 || par.last_stage_layers > 0) {
     if (stage == 0 && par.first_stage_layers > 0) return par.first_stage_layers / vs;
     if (stage == par.pp - 1 && par.last_stage_layers > 0) return par.last_stage_layers / vs;

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "workloads/model.hpp"
+#include "workloads/parallel/pipeline_layout.hpp"
 
 namespace commstack::workloads {
 
@@ -49,6 +51,9 @@ struct ParallelConfig {
   std::int64_t last_stage_layers = 0;
   bool embedding_in_split = false;
   bool loss_in_split = false;
+  // Or a custom layout (Megatron-Core --pipeline-model-parallel-layout, pipeline_layout.hpp): the
+  // layers of every virtual stage; it sets virtual_stages (stages / pp). Exclusive with the above.
+  std::optional<PipelineLayout> layout;
   int dp = 1;
   int zero = 0;            // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
   int cp = 1;
