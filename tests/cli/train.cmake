@@ -112,3 +112,7 @@ commstack_cli_error_test(NAME train.pipeline_layout_layers_wrong
 commstack_cli_error_test(NAME train.pipeline_layout_bad_character
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*6|t*6|x|t*6L
   MATCH "--pipeline-model-parallel-layout: 'x' in stage 2 is not a layer character")
+# An empty stage with sequence parallelism: its rank computes nothing and reduces no TP gradients.
+commstack_cli_test(NAME train.pipeline_layout_empty_stage_sp
+  ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --sequence-parallel --pipeline-model-parallel-layout E|||t*24L
+  MATCH "pipeline layout E[|][|][|]t[*]24L\n.*iteration time")

@@ -94,6 +94,8 @@ TEST_CASE("work: pipeline layouts are refused where Megatron refuses them, with 
   bad_string("Et*99999999999|L", "repeat count at '99999999999|L' is too large");
   bad_string("E(t*9|)*900000L", "expands to more than 1000000 characters");
   bad_string("E(tt|L", "'(' in stage 0 is not a layer character");
+  bad_string("Et\xcf\x84|L", "a non-ASCII character in stage 0 is not a layer character");
+  bad_string("", "is empty");
 
   const ModelSpec m = builtin_model("megatron-1.7b");  // 24 layers
   auto bad = [&](const char* text, const char* needle) {
@@ -110,6 +112,18 @@ TEST_CASE("work: pipeline layouts are refused where Megatron refuses them, with 
   bad(R"({"pp":2,"account_for_loss_in_pipeline_split":true,"pipeline_model_parallel_layout":"Et*12|t*12L",
           "micro_batch":1,"global_batch":1})",
       "cannot be set together with num_layers_in_first/last_pipeline_stage or account_for");
+  // The op graph's message tags number up to 1000 model chunks in a pipeline.
+  bad(R"({"pp":2,"pipeline_model_parallel_layout":"E(|)*1000t*12|t*12L","micro_batch":1,"global_batch":2})",
+      "$.pipeline_model_parallel_layout: pp x virtual_stages = 2 x 501 = 1002 model chunks in a pipeline; "
+      "expected "
+      "at most 1000");
+  // The layout sets the schedule: a 2-chunk layout with "interleaved" (and virtual_stages left at 1).
+  ParallelConfig inter = parse_parallel(
+      nlohmann::json::parse(
+          R"({"pp":2,"schedule":"interleaved","pipeline_model_parallel_layout":"Et*6|t*6|t*6|t*6L","micro_batch":1,"global_batch":2})"),
+      "par.json");
+  CHECK_NOTHROW(validate(m, inter, -1, "par.json"));
+  CHECK(inter.virtual_stages == 2);
   // One pipeline rank with several stages would be an interleaved schedule without a pipeline.
   bad(R"({"pp":1,"pipeline_model_parallel_layout":"Et*12|t*12L","micro_batch":1,"global_batch":1})",
       "the interleaved schedule needs pp >= 2");

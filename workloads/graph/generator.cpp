@@ -675,6 +675,8 @@ private:
 
   void finish_iteration() {
     const int final_compute = last_compute_;
+    // A rank whose stages hold no layer (a custom layout's empty stages) computed nothing.
+    const std::vector<int> after_final = final_compute >= 0 ? std::vector<int>{final_compute} : std::vector<int>{};
     // The step waits for the DP reductions and for any wait still open (the last stage-boundary send).
     std::vector<int> before_step = grad_ops_;
     before_step.insert(before_step.end(), pending_.begin(), pending_.end());
@@ -685,7 +687,7 @@ private:
     for (const Bucket& b : buckets_) {
       if (p_.zero == 2) break;
       const int ready = bucket_ready(b);
-      const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;
+      const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;  // buckets come from computed layers
       if (b.dense > 0 && p_.dp * p_.cp > 1) {
         before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,
                                          b.chunk, false, {dep}));
@@ -705,9 +707,9 @@ private:
         for (std::int64_t l = r.first; l < r.last; ++l) replicated += held_.layer_tp_replicated(l);
         if (last_virtual(c)) replicated += held_.norm();  // the final norm
       }
-      before_step.push_back(collective(Stream::tp, Collective::all_reduce, tp_comm_,
-                                       p_.grad_bytes * replicated, "tp.all_reduce.sequence_parallel_grads", O,
-                                       -1, -1, 0, false, {final_compute}));
+      if (replicated > 0)
+        before_step.push_back(collective(Stream::tp, Collective::all_reduce, tp_comm_, p_.grad_bytes * replicated,
+                                         "tp.all_reduce.sequence_parallel_grads", O, -1, -1, 0, false, after_final));
     }
     // Tied input/output embeddings live on the first and last stage: their gradients are summed.
     const bool holds_embedding = me_.pp == 0 || me_.pp == p_.pp - 1;
@@ -715,7 +717,7 @@ private:
       const int emb_comm = g_.communicator(GroupKind::embedding, layout_.group_of(GroupKind::embedding, rank_));
       before_step.push_back(collective(Stream::dp, Collective::all_reduce, emb_comm,
                                        p_.grad_bytes * static_cast<double>(m_.vocab * m_.hidden) / t_,
-                                       "embedding.grad_all_reduce", O, -1, -1, 0, false, {final_compute}));
+                                       "embedding.grad_all_reduce", O, -1, -1, 0, false, after_final));
     }
     // Adam: ~12 FLOPs per parameter; reads fp32 weight, m, v and the gradient, writes fp32
     // weight, m, v and the bf16 copy.

@@ -217,12 +217,20 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   if (m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("{} does not divide ffn_hidden = {}", p.tp, m.ffn_hidden));
   if (m.vocab % p.tp != 0) bad("tp", fmt::format("{} does not divide the vocabulary of {} (pad it)", p.tp, m.vocab));
   // A layout sets the model chunks per pipeline rank (Megatron derives the virtual pipeline size from
-  // it and refuses --num-virtual-stages-per-pipeline-rank next to it).
+  // it and refuses --num-virtual-stages-per-pipeline-rank next to it): virtual_stages 1 (the default)
+  // lets the layout set it, and the schedule follows (Megatron has no schedule switch: more than one
+  // chunk per rank is the interleaved schedule).
   if (p.layout && p.pp > 0 && p.layout->layers_per_stage.size() % static_cast<std::size_t>(p.pp) == 0 &&
-      p.virtual_stages == 1 && p.schedule == PipelineSchedule::one_f_one_b) {
+      p.virtual_stages == 1) {
     p.virtual_stages = static_cast<int>(p.layout->layers_per_stage.size() / static_cast<std::size_t>(p.pp));
-    if (p.virtual_stages > 1) p.schedule = PipelineSchedule::interleaved;
+    p.schedule = p.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   }
+  // The op graph numbers a message's virtual stage below 1000 (its tags); an even split needs a
+  // layer per chunk, so only a layout of mostly empty stages comes near it.
+  if (std::int64_t{p.pp} * p.virtual_stages > 1000)
+    bad(p.layout ? "pipeline_model_parallel_layout" : "virtual_stages",
+        fmt::format("pp x virtual_stages = {} x {} = {} model chunks in a pipeline; expected at most 1000",
+                    p.pp, p.virtual_stages, std::int64_t{p.pp} * p.virtual_stages));
   if (p.schedule == PipelineSchedule::one_f_one_b && p.virtual_stages != 1) {
     bad("virtual_stages", fmt::format("{} needs \"schedule\": \"interleaved\"", p.virtual_stages));
   }

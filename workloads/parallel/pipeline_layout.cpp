@@ -80,6 +80,7 @@ struct Expander {
 
 PipelineLayout parse_pipeline_layout(const std::string& text, const std::string& what) {
   const Expander ex{what};
+  if (text.empty()) ex.fail("is empty; expected the layers of each stage, e.g. \"Et*4|t*4|t*4|t*4L\"");
   if (text.size() > 10'000) ex.fail("longer than 10000 characters");
   std::string s = text;
   s.erase(std::remove(s.begin(), s.end(), ','), s.end());  // commas are cosmetic
@@ -94,10 +95,14 @@ PipelineLayout parse_pipeline_layout(const std::string& text, const std::string&
     } else if (c == 'm') {
       ex.fail("'m' is a multi-token-prediction layer; commstack's models have none (MTP is not modelled)");
     } else {
+      const auto u = static_cast<unsigned char>(c);
+      const std::string shown = u >= 0x80  ? "a non-ASCII character"
+                                : u < 0x20 ? "a control character"
+                                           : fmt::format("'{}'", c);
       ex.fail(
-          fmt::format("'{}' in stage {} is not a layer character; expected E (embedding), t (transformer "
+          fmt::format("{} in stage {} is not a layer character; expected E (embedding), t (transformer "
                       "layer), L (loss), '|' between stages, x*n and (...)*n repeats",
-                      c, stages.size() - 1));
+                      shown, stages.size() - 1));
     }
   }
   const auto count = [&](char c) {
