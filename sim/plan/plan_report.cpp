@@ -70,9 +70,8 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
   line(fmt::format("# time columns in seconds; breakdown of the critical rank: compute + exposed tp/cp/ep/dp + pp "
                    "(bubble and transfers) + tail = iteration"));
   line(fmt::format(
-      "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9} {:>9} {:>10} {:>7} "
-      "{:>7} "
-      "{:>6} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
+      "{:>4} {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>9} {:>9} {:>10} "
+      "{:>7} {:>7} {:>6} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
       "rank", "tp", "pp", "vs", "dp", "cp", "ep", "etp", "zero", "mb", "sp", "recompute", "iter_s", "bound_s",
       "tokens/s", "TFLOP/s", "hwTFLOP", "MFU%", "mem_GiB", "compute", "tp", "cp", "ep", "dp", "pp", "tail"));
   int rank = 0;
@@ -99,10 +98,9 @@ std::string format_text(const PlanResult& r, const PlanLabel& label) {
 
 std::string format_csv(const PlanResult& r) {
   std::string out =
-      "rank,tp,pp,vs,dp,cp,ep,etp,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,tokens_"
-      "per_s,"
-      "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,memory_gib,compute_s,tp_s,cp_s,ep_s,dp_s,pp_s,tail_s,"
-      "pipeline_split\n";
+      "rank,tp,pp,vs,dp,cp,ep,etp,zero,micro_batch,sequence_parallel,recompute,iteration_s,bound_s,"
+      "tokens_per_s,model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,memory_gib,"
+      "compute_s,tp_s,cp_s,ep_s,dp_s,pp_s,tail_s,pipeline_split\n";
   int rank = 0;
   for (const PlanEntry& e : r.ranked) {
     const auto& p = e.candidate.par;

@@ -89,6 +89,10 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
       if ((std::int64_t{tp} * cp * dp) % e == 0) eps.push_back(static_cast<int>(e));
     }
   }
+  // Expert TP: Megatron's default (tp) and experts kept whole (1, what the published MoE recipes
+  // set); 0 (not set) for a dense model.
+  std::vector<int> etps = {0};
+  if (m.moe) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
   const std::vector<int> zeros = dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
   std::vector<std::int64_t> mbs = {1};  // a batch DP does not divide: validate() says so once
   if (space.global_batch % dp == 0) {
@@ -117,10 +121,6 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
         vs > 1 ? workloads::PipelineSchedule::interleaved : workloads::PipelineSchedule::one_f_one_b;
     for (int ep : or_default(space.ep, eps)) {
       par.ep = ep;
-      // Expert TP: Megatron's default (tp) and experts kept whole (1, what the published MoE
-      // recipes set); only meaningful for MoE models.
-      std::vector<int> etps = {0};
-      if (m.moe) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
       for (int etp : or_default(space.etp, etps)) {  // on a dense model validate() refuses a set etp
         par.etp = etp;
         for (int zero : or_default(space.zero, zeros)) {

@@ -191,12 +191,11 @@ private:
       collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * layer_dense_params(l), "zero3.gather_weights", ph, mb,
                  l, chunk, true);
     }
-    if (layer_expert_params(l) > 0 && edp_size() > 1) {
+    if (layer_expert_params(l) > 0 && p_.expert_dp() > 1) {
       collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * layer_expert_params(l), "zero3.gather_expert_weights",
                  ph, mb, l, chunk, true);
     }
   }
-  int edp_size() const { return p_.expert_dp(); }
 
   // ---- attention core with context parallelism (ring exchange of K/V chunks) ------------------
   void attention(std::int64_t l, const LayerFlops& lf, Phase ph, int mb, int chunk, bool backward) {
@@ -465,7 +464,7 @@ private:
                                        p_.grad_bytes * layer_dense_params(l), name, B, mb, l, chunk, false,
                                        {last}));
       }
-      if (layer_expert_params(l) > 0 && edp_size() > 1) {
+      if (layer_expert_params(l) > 0 && p_.expert_dp() > 1) {
         grad_ops_.push_back(collective(Stream::dp, Collective::reduce_scatter, edp_comm_,
                                        p_.grad_bytes * layer_expert_params(l), expert_name, B, mb, l, chunk,
                                        false, {last}));
@@ -656,7 +655,7 @@ private:
                           Phase::forward, 0, -1, chunk, false,
                           after_last_compute());
       }
-      if (it->expert > 0 && edp_size() > 1) {
+      if (it->expert > 0 && p_.expert_dp() > 1) {
         last = collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * it->expert,
                           "dp.expert_param_gather", Phase::forward, 0, -1, chunk, false,
                           after_last_compute());
@@ -687,12 +686,12 @@ private:
     for (const Bucket& b : buckets_) {
       if (p_.zero == 2) break;
       const int ready = bucket_ready(b);
-      const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;  // buckets come from computed layers
+      const int dep = p_.overlap_grad_reduce && ready >= 0 ? ready : final_compute;
       if (b.dense > 0 && p_.dp * p_.cp > 1) {
         before_step.push_back(collective(Stream::dp, reduce, dp_comm_, p_.grad_bytes * b.dense, "dp.grad_bucket", O, -1, -1,
                                          b.chunk, false, {dep}));
       }
-      if (b.expert > 0 && edp_size() > 1) {
+      if (b.expert > 0 && p_.expert_dp() > 1) {
         before_step.push_back(collective(Stream::dp, reduce, edp_comm_, p_.grad_bytes * b.expert, "dp.expert_grad_bucket",
                                          O, -1, -1, b.chunk, false, {dep}));
       }
@@ -733,7 +732,7 @@ private:
         expert += layer_expert_params(l);
       }
     }
-    const double owned = p_.zero >= 1 ? dense / (p_.dp * p_.cp) + expert / edp_size() : dense + expert;
+    const double owned = p_.zero >= 1 ? dense / (p_.dp * p_.cp) + expert / p_.expert_dp() : dense + expert;
     pending_ = before_step;
     const int step =
         compute("optimizer.adam", ComputeClass::optimizer, 12 * owned, owned * (26 + p_.grad_bytes), O, -1, -1, 0);
@@ -743,7 +742,7 @@ private:
           collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * b.dense, "dp.param_gather", O, -1, -1, b.chunk,
                      false, {step});
         }
-        if (b.expert > 0 && edp_size() > 1) {
+        if (b.expert > 0 && p_.expert_dp() > 1) {
           collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * b.expert, "dp.expert_param_gather", O, -1, -1,
                      b.chunk, false, {step});
         }

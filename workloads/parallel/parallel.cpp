@@ -220,7 +220,7 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   // it and refuses --num-virtual-stages-per-pipeline-rank next to it): virtual_stages 1 (the default)
   // lets the layout set it, and the schedule follows (Megatron has no schedule switch: more than one
   // chunk per rank is the interleaved schedule).
-  if (p.layout && p.pp > 0 && p.layout->layers_per_stage.size() % static_cast<std::size_t>(p.pp) == 0 &&
+  if (p.layout && p.layout->layers_per_stage.size() % static_cast<std::size_t>(p.pp) == 0 &&
       p.virtual_stages == 1) {
     p.virtual_stages = static_cast<int>(p.layout->layers_per_stage.size() / static_cast<std::size_t>(p.pp));
     p.schedule = p.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
