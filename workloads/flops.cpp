@@ -9,7 +9,8 @@ double expert_flops_per_token(const ModelSpec& m) {
 }
 
 LayerFlops layer_forward_flops(const ModelSpec& m, std::int64_t layer, std::int64_t batch, std::int64_t seq) {
-  const double b = static_cast<double>(batch), s = static_cast<double>(seq), h = static_cast<double>(m.hidden);
+  const double b = static_cast<double>(batch), s = static_cast<double>(seq),
+               h = static_cast<double>(m.hidden);
   const double T = b * s;
   const double qw = static_cast<double>(m.q_width()), kvw = static_cast<double>(m.kv_width());
   LayerFlops f;
@@ -40,7 +41,17 @@ IterationFlops iteration_flops(const ModelSpec& m, std::int64_t batch, std::int6
     layers_fwd += f.total();
     core_fwd += f.attention_core();
   }
-  it.forward = layers_fwd + logits_forward_flops(m, batch, seq);
+  // Each MTP depth: its transformer layer (the last decoder layer's kind), the 2h -> h projection
+  // and one more pass through the output layer (Megatron's num_floating_point_operations counts
+  // the same).
+  const double tokens = static_cast<double>(batch) * static_cast<double>(seq),
+               h = static_cast<double>(m.hidden);
+  for (std::int64_t l = m.layers; l < m.layers + m.mtp_layers; ++l) {
+    LayerFlops f = layer_forward_flops(m, l, batch, seq);
+    layers_fwd += f.total() + 2 * tokens * 2 * h * h;
+    core_fwd += f.attention_core();
+  }
+  it.forward = layers_fwd + static_cast<double>(1 + m.mtp_layers) * logits_forward_flops(m, batch, seq);
   it.model = 3 * it.forward;
   // Full recomputation re-runs every layer's forward (not the output layer, whose input is
   // kept); selective re-runs only QK^T, softmax and attention over V.

@@ -42,10 +42,9 @@ double activation_bytes_per_layer(const ModelSpec& m, const ParallelConfig& par,
   // against all s keys). A fused (flash) kernel keeps none of it, only the fp32 log-sum-exp per query
   // row and head (the backward recomputes the scores blockwise), and selective recomputation drops it.
   const double heads_rows = b * static_cast<double>(m.heads) * sl;
-  const double quadratic = par.recompute == Recompute::selective ? 0
-                           : par.attention == AttentionKernel::flash
-                               ? heads_rows * 4
-                               : heads_rows * s * (e + mask * (1 + e));
+  const double quadratic = par.recompute == Recompute::selective     ? 0
+                           : par.attention == AttentionKernel::flash ? heads_rows * 4
+                                                                     : heads_rows * s * (e + mask * (1 + e));
   double bytes = (sp ? replicated / t : replicated) + (sharded + quadratic) / t;
   if (moe) {
     // Each token (already split over TP ranks by SP) is copied to top_k routed + shared experts;
@@ -60,6 +59,13 @@ double activation_bytes_per_layer(const ModelSpec& m, const ParallelConfig& par,
   return bytes;
 }
 
+double mtp_extra_activation_bytes(const ModelSpec& m, const ParallelConfig& par) {
+  // The two norms' inputs (embedding, hidden states) and the projection's 2h-wide input, sharded by SP.
+  const double tokens = static_cast<double>(par.micro_batch) * static_cast<double>(par.seq) / par.cp;
+  const bool sp = par.sequence_parallel && par.tp > 1;
+  return tokens * static_cast<double>(m.hidden) * par.activation_bytes() * 4 / (sp ? par.tp : 1);
+}
+
 const StageMemory& MemoryEstimate::worst() const {
   return *std::max_element(stages.begin(), stages.end(),
                            [](const StageMemory& a, const StageMemory& b) { return a.total() < b.total(); });
@@ -67,8 +73,8 @@ const StageMemory& MemoryEstimate::worst() const {
 
 MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
   const double t = par.tp;
-  const double n_dense = static_cast<double>(par.dp) * par.cp;                       // dense grads: DP x CP
-  const double n_expert = par.expert_dp();  // expert-DP group: tp*dp*cp / (etp*ep)
+  const double n_dense = static_cast<double>(par.dp) * par.cp;  // dense grads: DP x CP
+  const double n_expert = par.expert_dp();                      // expert-DP group: tp*dp*cp / (etp*ep)
   const RankParams held(m, par.tp, par.pp, par.ep, par.expert_tp());
   MemoryEstimate est;
   for (int stage = 0; stage < par.pp; ++stage) {
@@ -76,18 +82,22 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
     sm.stage = stage;
     double dense = 0, expert = 0, acts = 0, largest_layer = 0;
     for (int c = 0; c < par.virtual_stages; ++c) {
-      LayerRange r = stage_layers(m, par, stage, c);
-      for (std::int64_t l = r.first; l < r.last; ++l) {
-        const double layer_dense = held.layer_dense(l);
-        const double layer_expert = held.layer_expert(l);
-        dense += layer_dense;
-        expert += layer_expert;
-        largest_layer = std::max(largest_layer, layer_dense + layer_expert);
-        acts += activation_bytes_per_layer(m, par, l);
+      // The chunk's decoder layers, and on the last one the MTP layers (each keeps a decoder
+      // layer's activations plus its 2h-wide projection input).
+      for (const LayerRange r : {stage_layers(m, par, stage, c), mtp_stage_layers(m, par, stage, c)}) {
+        for (std::int64_t l = r.first; l < r.last; ++l) {
+          const double layer_dense = held.layer_dense(l);
+          const double layer_expert = held.layer_expert(l);
+          dense += layer_dense;
+          expert += layer_expert;
+          largest_layer = std::max(largest_layer, layer_dense + layer_expert);
+          acts += activation_bytes_per_layer(m, par, l) +
+                  (m.is_mtp_layer(l) ? mtp_extra_activation_bytes(m, par) : 0);
+        }
       }
     }
     if (stage == 0) dense += held.embedding();
-    if (stage == par.pp - 1) dense += held.output();
+    if (stage == par.pp - 1) dense += held.output() + held.mtp_embedding_copy();
     sm.params_dense = static_cast<std::int64_t>(dense);
     sm.params_expert = static_cast<std::int64_t>(expert);
     const int z = par.zero;
@@ -97,9 +107,10 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ParallelConfig& par) {
     sm.in_flight = in_flight_chunks(par, stage);
     sm.activations = acts / par.virtual_stages * static_cast<double>(sm.in_flight);
     if (stage == par.pp - 1) {
-      // fp32 logits for the cross-entropy of one micro-batch: Korthikanti's 4sbV/t.
+      // fp32 logits for the cross-entropy of one micro-batch: Korthikanti's 4sbV/t, once for the
+      // decoder and once per MTP depth (each depth's loss keeps its own).
       sm.activations += 4.0 * static_cast<double>(par.micro_batch) * static_cast<double>(par.seq) / par.cp *
-                        static_cast<double>(m.vocab) / t;
+                        static_cast<double>(m.vocab) / t * static_cast<double>(1 + m.mtp_layers);
     }
     est.stages.push_back(sm);
   }
@@ -111,7 +122,8 @@ void check_fits(const MemoryEstimate& est, double capacity_bytes, const std::str
   if (w.total() <= capacity_bytes) return;
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   throw InputError(fmt::format(
-      "memory: pipeline stage {} needs {:.1f} GiB per GPU (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+      "memory: pipeline stage {} needs {:.1f} GiB per GPU (weights {:.1f}, gradients {:.1f}, optimizer "
+      "{:.1f}, "
       "activations {:.1f} for {} in-flight micro-batch chunks) but {} has {:.1f} GiB; raise tp/pp/zero, use "
       "recompute, or lower micro_batch",
       w.stage, w.total() / GiB, w.weights / GiB, w.gradients / GiB, w.optimizer / GiB, w.activations / GiB,

@@ -13,11 +13,15 @@
 
 namespace commstack::workloads {
 
-std::string to_string(MlpKind k) { return k == MlpKind::gelu ? "gelu" : "swiglu"; }
+std::string to_string(MlpKind k) {
+  return k == MlpKind::gelu ? "gelu" : "swiglu";
+}
 
 namespace {
 
-constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;  // 16M: far above any real width, keeps products in int64
+constexpr std::int64_t kMaxDim = std::int64_t{1}
+                                 << 24;     // 16M: far above any real width, keeps products in int64
+constexpr std::int64_t kMaxMtpLayers = 16;  // DeepSeek-V3 trains 1; Megatron sets no bound
 
 std::int64_t mlp_params(MlpKind kind, std::int64_t h, std::int64_t f, bool bias) {
   if (kind == MlpKind::gelu) return 2 * h * f + (bias ? f + h : 0);
@@ -33,8 +37,8 @@ ParamCount count_params(const ModelSpec& m) {
   p.embedding = m.vocab * h + (m.position == PositionKind::learned ? m.seq * h : 0);
   p.output = m.tied_embeddings ? 0 : m.vocab * h;
   p.final_norm = norm;
-  p.attention_per_layer = 2 * h * m.q_width() + 2 * h * m.kv_width() +
-                          (m.bias ? m.q_width() + 2 * m.kv_width() + h : 0) + norm;
+  p.attention_per_layer =
+      2 * h * m.q_width() + 2 * h * m.kv_width() + (m.bias ? m.q_width() + 2 * m.kv_width() + h : 0) + norm;
   p.dense_mlp_per_layer = mlp_params(m.mlp, h, m.ffn_hidden, m.bias) + norm;
   std::int64_t one_expert = 0;
   if (m.moe) {
@@ -42,9 +46,14 @@ ParamCount count_params(const ModelSpec& m) {
     p.expert_per_layer = m.moe->experts * one_expert;
     p.moe_mlp_per_layer = p.expert_per_layer + m.moe->shared_experts * one_expert + h * m.moe->experts + norm;
   }
+  const bool mtp_moe = m.is_moe_layer(m.layers);  // MTP layers repeat the last decoder layer's kind
+  p.mtp_per_layer =
+      p.attention_per_layer + (mtp_moe ? p.moe_mlp_per_layer : p.dense_mlp_per_layer) + 3 * norm + 2 * h * h;
   p.total = p.embedding + p.output + p.final_norm + m.layers * p.attention_per_layer +
-            m.dense_layers() * p.dense_mlp_per_layer + m.moe_layers() * p.moe_mlp_per_layer;
-  p.active = p.total - (m.moe ? m.moe_layers() * (m.moe->experts - m.moe->top_k) * one_expert : 0);
+            m.dense_layers() * p.dense_mlp_per_layer + m.moe_layers() * p.moe_mlp_per_layer +
+            m.mtp_layers * p.mtp_per_layer;
+  const std::int64_t routed_layers = m.moe_layers() + (mtp_moe ? m.mtp_layers : 0);
+  p.active = p.total - (m.moe ? routed_layers * (m.moe->experts - m.moe->top_k) * one_expert : 0);
   return p;
 }
 
@@ -66,15 +75,17 @@ ModelSpec parse_model(const nlohmann::json& j, const std::string& where) {
   // Absent kv_heads means plain multi-head attention (one K/V head per query head).
   m.kv_heads = f.integer_or("kv_heads", m.heads, 1, kMaxDim);
   if (m.heads % m.kv_heads != 0) {
-    f.fail("kv_heads", fmt::format("{} does not divide heads = {} (grouped-query attention needs whole groups)",
-                                   m.kv_heads, m.heads));
+    f.fail("kv_heads",
+           fmt::format("{} does not divide heads = {} (grouped-query attention needs whole groups)",
+                       m.kv_heads, m.heads));
   }
   if (f.has("head_dim")) {
     m.head_dim = f.integer("head_dim", 1, kMaxDim);
   } else {
     // Absent head_dim means the usual d = h / a, which must then be whole.
     if (m.hidden % m.heads != 0) {
-      f.fail("heads", fmt::format("{} does not divide hidden = {}; give head_dim explicitly", m.heads, m.hidden));
+      f.fail("heads",
+             fmt::format("{} does not divide hidden = {}; give head_dim explicitly", m.heads, m.hidden));
     }
     m.head_dim = m.hidden / m.heads;
   }
@@ -82,8 +93,10 @@ ModelSpec parse_model(const nlohmann::json& j, const std::string& where) {
   m.vocab = f.integer("vocab", 1, kMaxDim);
   m.seq = f.integer("seq", 1, kMaxDim);
   m.mlp = f.choice("mlp", {"gelu", "swiglu"}) == "gelu" ? MlpKind::gelu : MlpKind::swiglu;
-  m.norm = f.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
-  m.position = f.choice("position", {"learned", "rope"}) == "learned" ? PositionKind::learned : PositionKind::rope;
+  m.norm =
+      f.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
+  m.position =
+      f.choice("position", {"learned", "rope"}) == "learned" ? PositionKind::learned : PositionKind::rope;
   m.bias = f.boolean("bias");
   m.tied_embeddings = f.boolean("tied_embeddings");
   m.dropout = f.boolean("dropout");
@@ -98,6 +111,7 @@ ModelSpec parse_model(const nlohmann::json& j, const std::string& where) {
     g.reject_unknown();
     m.moe = s;
   }
+  m.mtp_layers = f.integer_or("mtp_num_layers", 0, 0, kMaxMtpLayers);
   f.reject_unknown();
   return m;
 }
@@ -118,7 +132,8 @@ ModelSpec builtin_model(const std::string& name) {
     if (stem == name) {
       std::string where = fmt::format("built-in model '{}' (workloads/models/{}.json)", name, name);
       ModelSpec m = parse_model(parse_json_text(std::string(text), where), where);
-      if (m.name != name) throw InputError(fmt::format("{}: $.name: '{}' differs from the file name", where, m.name));
+      if (m.name != name)
+        throw InputError(fmt::format("{}: $.name: '{}' differs from the file name", where, m.name));
       return m;
     }
   }

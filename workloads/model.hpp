@@ -28,40 +28,47 @@ struct MoeSpec {
 };
 
 struct ModelSpec {
-  std::string name;    // e.g. "llama3-70b"
-  std::string source;  // paper / model card the numbers come from
-  std::int64_t layers = 0;         // transformer blocks l
-  std::int64_t hidden = 0;         // h
-  std::int64_t heads = 0;          // query heads a
-  std::int64_t kv_heads = 0;       // key/value heads (== heads for MHA, < heads for GQA)
-  std::int64_t head_dim = 0;       // d; h == a*d except for models that say otherwise
-  std::int64_t ffn_hidden = 0;     // dense MLP width f
-  std::int64_t vocab = 0;          // V (padded size when the training code pads it)
-  std::int64_t seq = 0;            // training sequence length s
+  std::string name;             // e.g. "llama3-70b"
+  std::string source;           // paper / model card the numbers come from
+  std::int64_t layers = 0;      // transformer blocks l
+  std::int64_t hidden = 0;      // h
+  std::int64_t heads = 0;       // query heads a
+  std::int64_t kv_heads = 0;    // key/value heads (== heads for MHA, < heads for GQA)
+  std::int64_t head_dim = 0;    // d; h == a*d except for models that say otherwise
+  std::int64_t ffn_hidden = 0;  // dense MLP width f
+  std::int64_t vocab = 0;       // V (padded size when the training code pads it)
+  std::int64_t seq = 0;         // training sequence length s
   MlpKind mlp = MlpKind::gelu;
   NormKind norm = NormKind::layernorm;
   PositionKind position = PositionKind::learned;
-  bool bias = true;                // linear layers carry biases (GPT) or not (Llama)
-  bool tied_embeddings = true;     // output layer shares the input embedding matrix
-  bool dropout = true;             // dropout masks are stored (Korthikanti's 34 sbh counts them)
+  bool bias = true;             // linear layers carry biases (GPT) or not (Llama)
+  bool tied_embeddings = true;  // output layer shares the input embedding matrix
+  bool dropout = true;          // dropout masks are stored (Korthikanti's 34 sbh counts them)
   std::optional<MoeSpec> moe;
+  // Multi-token prediction depths (DeepSeek-V3: 1; Megatron-Core --mtp-num-layers). Depth k is
+  // layer index layers + k: the last decoder layer's kind (MoE for an MoE model) plus its
+  // embedding and hidden-state norms, the 2h -> h projection and a final norm; its logits use the
+  // output layer. They run on the last pipeline stage, after the decoder.
+  std::int64_t mtp_layers = 0;
 
   bool is_moe_layer(std::int64_t layer) const { return moe && layer >= moe->first_dense_layers; }
+  bool is_mtp_layer(std::int64_t layer) const { return layer >= layers; }
   std::int64_t moe_layers() const { return moe ? layers - moe->first_dense_layers : 0; }
   std::int64_t dense_layers() const { return layers - moe_layers(); }
-  std::int64_t q_width() const { return heads * head_dim; }    // a*d
+  std::int64_t q_width() const { return heads * head_dim; }      // a*d
   std::int64_t kv_width() const { return kv_heads * head_dim; }  // kv*d
 };
 
 // Parameter counts (exact, from the shapes).
 struct ParamCount {
-  std::int64_t embedding = 0;      // V*h (+ s*h learned positions)
-  std::int64_t output = 0;         // V*h when untied, else 0
+  std::int64_t embedding = 0;  // V*h (+ s*h learned positions)
+  std::int64_t output = 0;     // V*h when untied, else 0
   std::int64_t final_norm = 0;
   std::int64_t attention_per_layer = 0;  // Q, K, V, O (+ biases) + the norm before it
   std::int64_t dense_mlp_per_layer = 0;  // MLP + its norm
   std::int64_t moe_mlp_per_layer = 0;    // all experts + shared + router + norm
   std::int64_t expert_per_layer = 0;     // routed experts only (sharded by EP)
+  std::int64_t mtp_per_layer = 0;        // one MTP depth: its layer + 3 norms + the 2h x h projection
   std::int64_t total = 0;
   std::int64_t active = 0;  // parameters touched by one token (top_k routed experts)
 };

@@ -11,6 +11,7 @@ double RankParams::layer_tp_replicated(std::int64_t l) const {
   } else {
     replicated += norm() + row_bias;  // MLP: its norm and the second matrix's bias
   }
+  if (m_.is_mtp_layer(l)) replicated += 3 * norm();  // MTP: embedding, hidden-state and final norms
   return replicated;
 }
 
@@ -18,6 +19,11 @@ double RankParams::layer_dense(std::int64_t l) const {
   double total = static_cast<double>(pc_.attention_per_layer);
   total += m_.is_moe_layer(l) ? static_cast<double>(pc_.moe_mlp_per_layer - pc_.expert_per_layer)
                               : static_cast<double>(pc_.dense_mlp_per_layer);
+  if (m_.is_mtp_layer(l)) {
+    // eh_proj (2h -> h, column-parallel) and the three norms.
+    const double h = static_cast<double>(m_.hidden);
+    total += 2 * h * h + 3 * norm();
+  }
   const double replicated = layer_tp_replicated(l);
   return (total - replicated) / tp_ + replicated;
 }
@@ -34,6 +40,13 @@ double RankParams::embedding() const {
   const double words = static_cast<double>(m_.vocab * m_.hidden);
   const double positions = static_cast<double>(pc_.embedding) - words;  // the learned s x h table, if any
   return words / tp_ + positions;
+}
+
+double RankParams::mtp_embedding_copy() const {
+  // Megatron builds the embedding on the MTP stage too (GPTModel: pre_process or mtp_process);
+  // with pp = 1 that is the same module, and with tied embeddings it is the output layer's matrix,
+  // which output() already counts on the last stage.
+  return m_.mtp_layers > 0 && pp_ > 1 && !m_.tied_embeddings ? embedding() : 0;
 }
 
 double RankParams::output() const {

@@ -16,7 +16,8 @@ class RankParams {
       : m_(m), pc_(count_params(m)), tp_(tp), pp_(pp), ep_(ep), etp_(etp) {}
 
   // Non-expert parameters of layer `l` on one TP rank (attention, dense MLP or the MoE layer's
-  // shared experts and router, and the norms).
+  // shared experts and router, and the norms). An MTP layer (l >= layers) adds its projection and
+  // its three norms.
   double layer_dense(std::int64_t l) const;
   // The part of those that every TP rank holds whole (norms, row-parallel biases, router): with
   // sequence parallelism each rank sees a different sequence shard, so Megatron all-reduces their
@@ -28,6 +29,9 @@ class RankParams {
   // The input embedding on the first stage: the vocabulary split over TP, the learned position
   // table (s x h) whole.
   double embedding() const;
+  // The copy of the input embedding the last stage holds for the MTP layers when pp > 1 (its
+  // gradients are summed with the first stage's); 0 without MTP or with pp = 1.
+  double mtp_embedding_copy() const;
   // The last stage's output layer and final norm. With tied embeddings and pp > 1 Megatron keeps
   // a copy of the word embeddings there; with pp = 1 the output layer is the embedding itself.
   double output() const;

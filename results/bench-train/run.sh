@@ -23,9 +23,10 @@ run gpt3-175b-1024 --cluster dgx-a100 --nodes 128 --model korthikanti-175b --tp 
 run llama3-405b-16384 --cluster dgx-h100 --nodes 2048 --model llama3-405b --tp 8 --pp 16 --dp 128 \
   --global-batch 2048 --micro-batch 1 --recompute full --sequence-parallel --zero 1 \
   --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
-# MoE at scale: DeepSeek-V3 (61 layers, 256 routed + 1 shared expert, top-8; MLA approximated as
-# MHA, no MTP) on 2048 H100, EP64 with whole experts (etp 1), over PP 16 x 2 chunks with a
-# Megatron-Core custom layout shaped like Megatron-Bridge's DeepSeek-V3 one (its MTP layer left out).
+# MoE at scale: DeepSeek-V3 (61 layers, 256 routed + 1 shared expert, top-8, one MTP depth; MLA
+# approximated as MHA) on 2048 H100, EP64 with whole experts (etp 1), over PP 16 x 2 chunks with a
+# Megatron-Core custom layout shaped like Megatron-Bridge's DeepSeek-V3 one, its MTP layer in the
+# loss stage (Bridge's own puts it on a stage of its own, which commstack does not model).
 run deepseek-v3-2048 --cluster dgx-h100 --nodes 256 --model deepseek-v3 --tp 2 --sequence-parallel --pp 16 \
   --ep 64 --etp 1 --zero 1 --global-batch 4096 --micro-batch 1 --recompute full \
-  --pipeline-model-parallel-layout 'Et*2|(tt|)*29,t|L'
+  --pipeline-model-parallel-layout 'Et*2|(tt|)*29,t|mL'

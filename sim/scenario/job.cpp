@@ -210,7 +210,8 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
   }
   // By GPU model, as `commstack train` does without --compute-profile (cli/verb_train.cpp).
   const std::string& g = spec.node.gpu_model;
-  if (const auto builtin = workloads::builtin_compute_profile_for_gpu(g)) return workloads::builtin_compute_profile(*builtin);
+  if (const auto builtin = workloads::builtin_compute_profile_for_gpu(g))
+    return workloads::builtin_compute_profile(*builtin);
   fail(at,
        fmt::format(
            "\"auto\": the cluster's GPU model '{}' has no built-in compute profile; name one of {} or give a "
@@ -253,9 +254,10 @@ void merge_into(json& base, const json& patch, const JsonPlace& at, const std::s
 json normalize_replay_job(const json& job, const JsonPlace& at, const std::string& base_dir) {
   for (const char* training_only : {"model", "parallel"}) {
     if (job.contains(training_only)) {
-      fail(at.at(training_only),
-           "a replay job has no model or parallelism (the trace is the workload); remove the field, or remove "
-           "'replay' for a training job");
+      fail(
+          at.at(training_only),
+          "a replay job has no model or parallelism (the trace is the workload); remove the field, or remove "
+          "'replay' for a training job");
     }
   }
   if (!job.contains("cluster")) fail(at, "missing required field 'cluster'");
@@ -263,12 +265,13 @@ json normalize_replay_job(const json& job, const JsonPlace& at, const std::strin
   out["cluster"] = resolve_cluster(job["cluster"], at.at("cluster"));
   (void)topologies::parse_cluster(out["cluster"], at.at("cluster").str());
   const json nodes = job.value("nodes", json("auto"));
-  const bool nodes_ok = (nodes.is_string() && nodes.get<std::string>() == "auto") ||
-                        (nodes.is_number_integer() && nodes.get<long long>() >= 1 && nodes.get<long long>() <= (1 << 20));
+  const bool nodes_ok =
+      (nodes.is_string() && nodes.get<std::string>() == "auto") ||
+      (nodes.is_number_integer() && nodes.get<long long>() >= 1 && nodes.get<long long>() <= (1 << 20));
   if (!nodes_ok) {
     fail(at.at("nodes"),
-         fmt::format("expected \"auto\" (enough nodes for the replayed world) or a node count 1..{}, got {}", 1 << 20,
-                     nodes.dump()));
+         fmt::format("expected \"auto\" (enough nodes for the replayed world) or a node count 1..{}, got {}",
+                     1 << 20, nodes.dump()));
   }
   out["nodes"] = nodes;
   out["replay"] = complete_replay(job["replay"], at.at("replay"), base_dir);
@@ -349,7 +352,8 @@ json normalize_job(const json& job, const JsonPlace& at, const std::string& base
   return out;
 }
 
-json apply_overrides(const json& base, const json& overrides, const JsonPlace& at, const std::string& base_dir) {
+json apply_overrides(const json& base, const json& overrides, const JsonPlace& at,
+                     const std::string& base_dir) {
   if (!overrides.is_object())
     fail(at, fmt::format("expected an object shaped like a job, got {}", type_name(overrides)));
   json out = base;
@@ -360,10 +364,11 @@ json apply_overrides(const json& base, const json& overrides, const JsonPlace& a
       fail(here, fmt::format("unknown field; a variant overrides one of {}", fmt::join(f, ", ")));
     }
     if (!base.contains(key)) {
-      fail(here, is_replay_job(base)
-                     ? "the baseline is a replay job, which has no model or parallelism (the trace is the workload)"
-                     : "the baseline is a training job; a variant cannot turn it into a replay (write a scenario "
-                       "whose baseline is a replay job, docs/scenario-format.md)");
+      fail(here,
+           is_replay_job(base)
+               ? "the baseline is a replay job, which has no model or parallelism (the trace is the workload)"
+               : "the baseline is a training job; a variant cannot turn it into a replay (write a scenario "
+                 "whose baseline is a replay job, docs/scenario-format.md)");
     }
     if (val_as_written.is_null()) fail(here, "null is not a value; give the new value of the field");
     json val = val_as_written;
@@ -423,9 +428,10 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
       throw InputError(fmt::format("{} with nodes = {}: {}", cluster_origin, replay_nodes, e.what()));
     }
     if (p.topology.gpu_count() < world) {
-      fail(at.at("nodes"), fmt::format("{} nodes of {} have {} GPUs but the replay needs {} (traced world {} x scale_dp {})",
-                                       replay_nodes, p.cluster.name, p.topology.gpu_count(), world,
-                                       std::max(p.replay->trace->graph.world, 1), p.replay->options.scale_dp));
+      fail(at.at("nodes"),
+           fmt::format("{} nodes of {} have {} GPUs but the replay needs {} (traced world {} x scale_dp {})",
+                       replay_nodes, p.cluster.name, p.topology.gpu_count(), world,
+                       std::max(p.replay->trace->graph.world, 1), p.replay->options.scale_dp));
     }
     p.label_cluster = fmt::format("{} x {} nodes", p.cluster.name, p.topology.nodes);
     p.label_config = p.replay->label_config;
@@ -470,7 +476,8 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
       "tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp, par.pp,
       par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off", par.virtual_stages,
       par.micro_batch, par.global_batch, par.seq, to_string(par.precision), to_string(par.recompute));
-  p.label_config += workloads::describe_expert_tp(model, par) + workloads::describe_uneven_split(model, par);
+  p.label_config += workloads::describe_expert_tp(model, par) + workloads::describe_mtp(model) +
+                    workloads::describe_uneven_split(model, par);
   return p;
 }
 

@@ -9,13 +9,15 @@
 using namespace commstack::workloads;
 
 TEST_CASE("work: per-layer FLOPs sum to Narayanan eq. (3) for all Megatron Table 1 models (full recompute)") {
-  for (const char* n : {"megatron-1.7b", "megatron-3.6b", "megatron-7.5b", "megatron-18.4b", "megatron-39.1b",
-                        "megatron-76.1b", "megatron-145.6b", "megatron-310.1b", "megatron-529.6b", "megatron-1008b"}) {
+  for (const char* n :
+       {"megatron-1.7b", "megatron-3.6b", "megatron-7.5b", "megatron-18.4b", "megatron-39.1b",
+        "megatron-76.1b", "megatron-145.6b", "megatron-310.1b", "megatron-529.6b", "megatron-1008b"}) {
     ModelSpec m = builtin_model(n);
     const std::int64_t B = 512;
     IterationFlops it = iteration_flops(m, B, m.seq, Recompute::full);
-    const double closed = narayanan_full_recompute_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
-                                                         static_cast<double>(m.hidden), static_cast<double>(m.vocab));
+    const double closed =
+        narayanan_full_recompute_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
+                                       static_cast<double>(m.hidden), static_cast<double>(m.vocab));
     CHECK(it.hardware == approx(closed).epsilon(1e-12));
     CHECK(it.model ==
           approx(korthikanti_model_flops(B, static_cast<double>(m.seq), static_cast<double>(m.layers),
@@ -39,7 +41,8 @@ TEST_CASE("work: per-layer FLOPs of one GPT layer equal 24Bsh^2 + 4Bs^2h and spl
 
 TEST_CASE(
     "work: selective recompute adds 4Bs^2h per layer, Korthikanti's printed HFU formula counts it twice") {
-  auto rows = work_test::read_table(work_test::data_dir() + "training_korthikanti_activation-recompute_tables3-5.csv");
+  auto rows = work_test::read_table(work_test::data_dir() +
+                                    "training_korthikanti_activation-recompute_tables3-5.csv");
   REQUIRE(rows.size() == 4);
   const char* names[] = {"korthikanti-22b", "korthikanti-175b", "korthikanti-530b", "korthikanti-1t"};
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -68,9 +71,13 @@ TEST_CASE("work: model FLOPs per token reproduce NeMo 24.07 tokens/s vs TFLOP/s 
   int checked = 0;
   for (const auto& r : rows) {
     std::string model = r.at("Model");
-    std::string name = model == "LLAMA2-7B" ? "llama2-7b" : model == "LLAMA2-13B" ? "llama2-13b"
-                     : model == "LLAMA2-70B" ? "llama2-70b" : model == "LLAMA3-8B" ? "llama3-8b"
-                     : model == "LLAMA3-70B" ? "llama3-70b" : model == "GPT3-175B" ? "korthikanti-175b" : "";
+    std::string name = model == "LLAMA2-7B"    ? "llama2-7b"
+                       : model == "LLAMA2-13B" ? "llama2-13b"
+                       : model == "LLAMA2-70B" ? "llama2-70b"
+                       : model == "LLAMA3-8B"  ? "llama3-8b"
+                       : model == "LLAMA3-70B" ? "llama3-70b"
+                       : model == "GPT3-175B"  ? "korthikanti-175b"
+                                               : "";
     if (name.empty()) continue;
     ModelSpec m = builtin_model(name);
     const std::int64_t seq = std::stoll(r.at("Sequence Length"));
@@ -96,6 +103,16 @@ TEST_CASE("work: GQA and MoE FLOPs count K/V heads and active experts only") {
   ModelSpec ds = builtin_model("deepseek-v3");
   CHECK(layer_forward_flops(ds, 2, 1, 4096).mlp == 4096.0 * 6 * 7168 * 18432);
   CHECK(layer_forward_flops(ds, 3, 1, 4096).mlp == 4096.0 * 9 * 6 * 7168 * 2048);
+  // Its MTP depth (layer index 61, an MoE layer like the last) adds the layer, the 2h -> h
+  // projection and one more output layer to every pass, as Megatron's FLOP count does.
+  const IterationFlops with_mtp = iteration_flops(ds, 1, 4096, Recompute::full);
+  ModelSpec no_mtp = ds;
+  no_mtp.mtp_layers = 0;
+  const IterationFlops without = iteration_flops(no_mtp, 1, 4096, Recompute::full);
+  const double mtp_layer = layer_forward_flops(ds, 61, 1, 4096).total() + 2.0 * 4096 * 2 * 7168 * 7168;
+  CHECK(with_mtp.forward - without.forward ==
+        approx(mtp_layer + logits_forward_flops(ds, 1, 4096)).epsilon(1e-12));
+  CHECK(with_mtp.recompute - without.recompute == approx(mtp_layer).epsilon(1e-12));
   // 6*N*T rule: training FLOPs/token ~ 6 * active params + attention (within a few % for short seqs).
   const double active = static_cast<double>(count_params(mix).active - count_params(mix).embedding);
   const double per_token = iteration_flops(mix, 1, 4096, Recompute::none).model / 4096;

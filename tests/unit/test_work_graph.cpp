@@ -3,9 +3,9 @@
 #include <set>
 #include <tuple>
 
+#include <doctest/doctest.h>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
-#include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 #include "approx.hpp"
@@ -15,21 +15,26 @@
 #include "workloads/graph/generator.hpp"
 #include "workloads/graph/schedule.hpp"
 #include "workloads/model.hpp"
+#include "workloads/rank_params.hpp"
 
 using namespace commstack::workloads;
 
 namespace {
 
 ModelSpec tiny_gpt() {
-  return parse_model(nlohmann::json::parse(R"({"name":"tiny-gpt","source":"test","layers":8,"hidden":256,"heads":8,
+  return parse_model(
+      nlohmann::json::parse(R"({"name":"tiny-gpt","source":"test","layers":8,"hidden":256,"heads":8,
     "ffn_hidden":1024,"vocab":1024,"seq":128,"mlp":"gelu","norm":"layernorm","position":"learned","bias":true,
-    "tied_embeddings":true,"dropout":true})"), "tiny");
+    "tied_embeddings":true,"dropout":true})"),
+      "tiny");
 }
 ModelSpec tiny_moe() {
-  return parse_model(nlohmann::json::parse(R"({"name":"tiny-moe","source":"test","layers":4,"hidden":128,"heads":4,
+  return parse_model(
+      nlohmann::json::parse(R"({"name":"tiny-moe","source":"test","layers":4,"hidden":128,"heads":4,
     "kv_heads":2,"ffn_hidden":512,"vocab":512,"seq":64,"mlp":"swiglu","norm":"rmsnorm","position":"rope","bias":false,
     "tied_embeddings":false,"dropout":false,"moe":{"experts":4,"top_k":2,"shared_experts":1,"ffn_hidden":256,
-    "first_dense_layers":1}})"), "tiny");
+    "first_dense_layers":1}})"),
+      "tiny");
 }
 ParallelConfig cfg(const ModelSpec& m, const char* text) {
   ParallelConfig p = parse_parallel(nlohmann::json::parse(text), "par");
@@ -53,9 +58,12 @@ bool job_is_acyclic(const OpGraph& g) {
   }
   G graph(static_cast<std::size_t>(next));
   for (const Op& op : g.ops) {
-    const int target = op.kind == OpKind::collective ? instance_vertex[{op.communicator, op.instance}] : op.id;
-    for (int d : op.deps) boost::add_edge(static_cast<std::size_t>(d), static_cast<std::size_t>(target), graph);
-    if (op.kind == OpKind::collective) boost::add_edge(static_cast<std::size_t>(target), static_cast<std::size_t>(op.id), graph);
+    const int target =
+        op.kind == OpKind::collective ? instance_vertex[{op.communicator, op.instance}] : op.id;
+    for (int d : op.deps)
+      boost::add_edge(static_cast<std::size_t>(d), static_cast<std::size_t>(target), graph);
+    if (op.kind == OpKind::collective)
+      boost::add_edge(static_cast<std::size_t>(target), static_cast<std::size_t>(op.id), graph);
     if (op.kind == OpKind::recv) {
       auto it = send_of.find({op.peer, op.rank, op.tag});
       REQUIRE(it != send_of.end());
@@ -130,7 +138,9 @@ TEST_CASE("work: interleaved schedule follows Megatron's warm-up and chunk order
   CHECK(forwards_before_first_backward(pipeline_schedule(4, 3, 4, 2)) == 8);
 }
 
-TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic across ranks, FLOPs equal the closed form") {
+TEST_CASE(
+    "work: op graph has one F and B per micro-batch and layer, acyclic across ranks, FLOPs equal the closed "
+    "form") {
   ModelSpec m = tiny_gpt();
   for (
       const char* text :
@@ -169,9 +179,12 @@ TEST_CASE("work: op graph has one F and B per micro-batch and layer, acyclic acr
 TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   ModelSpec m = tiny_gpt();
   const double b = 2, s = 128, h = 256, t = 2;
-  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"pp":2,"dp":2,"micro_batch":2,"global_batch":8,"bucket_params":1000000000})");
+  ParallelConfig p = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"pp":2,"dp":2,"micro_batch":2,"global_batch":8,"bucket_params":1000000000})");
   OpGraph g = generate_op_graph(m, p);
-  for (const char* n : {"tp.all_gather.attn_in", "tp.reduce_scatter.attn_out", "tp.all_gather.mlp_in", "tp.reduce_scatter.mlp_out"}) {
+  for (const char* n : {"tp.all_gather.attn_in", "tp.reduce_scatter.attn_out", "tp.all_gather.mlp_in",
+                        "tp.reduce_scatter.mlp_out"}) {
     auto ops = ops_named(g, 0, n);
     REQUIRE(!ops.empty());
     for (const Op* op : ops) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
@@ -182,7 +195,8 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   CHECK(sends.size() == 2);
   for (const Op* op : sends) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
   CHECK(sends[0]->peer == 4);
-  // DP: one bucket (huge bucket size) holding every gradient of the stage, all-reduced in bf16 over dp ranks {0, 2}.
+  // DP: one bucket (huge bucket size) holding every gradient of the stage, all-reduced in bf16 over dp ranks
+  // {0, 2}.
   const ParamCount pc = count_params(m);
   auto dp = ops_named(g, 0, "dp.grad_bucket");
   REQUIRE(dp.size() == 1);
@@ -205,10 +219,12 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
   // (Megatron's scatter/gather), all-gathered back to b*s*h*2 over the TP group after each receive.
   ParallelConfig q = cfg(m, R"({"tp":2,"pp":2,"dp":2,"zero":1,"micro_batch":2,"global_batch":8})");
   OpGraph g2 = generate_op_graph(m, q);
-  for (const Op* op : ops_named(g2, 0, "tp.all_reduce.attn_out")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
-  for (const Op* op : ops_named(g2, 0, "pp.send_activation")) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
+  for (const Op* op : ops_named(g2, 0, "tp.all_reduce.attn_out"))
+    CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+  for (const Op* op : ops_named(g2, 0, "pp.send_activation"))
+    CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2 / t));
   CHECK(ops_named(g2, 0, "pp.all_gather_activation").empty());  // stage 0 receives no activation
-  const int stage1 = 4;  // rank of stage 1, tp 0, dp 0
+  const int stage1 = 4;                                         // rank of stage 1, tp 0, dp 0
   auto gathers = ops_named(g2, stage1, "pp.all_gather_activation");
   CHECK(gathers.size() == 2);  // one per micro-batch (8 / (2 x dp 2))
   for (const Op* op : gathers) CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
@@ -283,7 +299,8 @@ TEST_CASE("work: TP, PP and DP message sizes equal the closed forms") {
 
 TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k token copies") {
   ModelSpec m = tiny_moe();  // h 128, 4 heads, 2 kv heads (d 32), 4 experts top-2
-  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"ep":4,"micro_batch":1,"global_batch":2})");
+  ParallelConfig p =
+      cfg(m, R"({"tp":2,"sequence_parallel":true,"cp":2,"dp":2,"ep":4,"micro_batch":1,"global_batch":2})");
   OpGraph g = generate_op_graph(m, p);
   CHECK_NOTHROW(check_graph(g));
   CHECK(job_is_acyclic(g));
@@ -306,7 +323,8 @@ TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k toke
   auto a2a = ops_named(g, 0, "ep.dispatch");
   CHECK(a2a.size() == 3);  // layers 1..3 are MoE
   for (const Op* op : a2a) CHECK(op->bytes == static_cast<std::uint64_t>(sl / t * 2 * 128 * 2));
-  CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks == L.group_of(GroupKind::ep, 0));
+  CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks ==
+        L.group_of(GroupKind::ep, 0));
   CHECK(g.communicators[static_cast<std::size_t>(a2a[0]->communicator)].ranks.size() == 4);
   // Expert TP = tp = 2 (Megatron's default): the TP pair all-gathers what the all-to-all brought
   // (2 x its bytes) before the experts and reduce-scatters it after; the backward mirrors both.
@@ -432,7 +450,9 @@ TEST_CASE("work: --overlap-param-gather moves ZeRO-1's parameter all-gathers int
 
 TEST_CASE("work: op graph generation is deterministic and representatives cover every stage") {
   ModelSpec m = tiny_gpt();
-  ParallelConfig p = cfg(m, R"({"tp":2,"sequence_parallel":true,"pp":4,"schedule":"interleaved","virtual_stages":2,"dp":2,"micro_batch":1,"global_batch":8})");
+  ParallelConfig p = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"pp":4,"schedule":"interleaved","virtual_stages":2,"dp":2,"micro_batch":1,"global_batch":8})");
   const std::string a = to_json(generate_op_graph(m, p)).dump();
   const std::string b = to_json(generate_op_graph(m, p)).dump();
   CHECK(a == b);
@@ -469,4 +489,102 @@ TEST_CASE("work: the whole-job cycle check catches a send/recv deadlock") {
   add(1, OpKind::send, 0, 1, {r1});
   CHECK_NOTHROW(check_graph(g));
   CHECK_FALSE(job_is_acyclic(g));
+}
+
+TEST_CASE(
+    "work: multi-token prediction runs on the last stage, FLOPs and message sizes equal the closed forms") {
+  // tiny-moe with two MTP depths: each depth is an MoE layer (the last decoder layer's kind), its
+  // 2h -> h projection and one more pass through the output layer.
+  ModelSpec m = tiny_moe();
+  m.mtp_layers = 2;
+  const double b = 2, s = 64, h = 128, t = 2, V = 512;
+  for (
+      const char* text :
+      {R"({"tp":2,"sequence_parallel":true,"pp":2,"ep":2,"dp":2,"zero":1,"micro_batch":2,"global_batch":8})",
+       R"({"tp":2,"sequence_parallel":true,"pp":1,"ep":2,"dp":2,"micro_batch":2,"global_batch":8,"recompute":"full"})",
+       R"({"tp":2,"sequence_parallel":true,"pp":1,"ep":2,"dp":2,"zero":3,"micro_batch":2,"global_batch":8})",
+       R"({"tp":2,"sequence_parallel":true,"pp":2,"ep":2,"dp":2,"zero":1,"micro_batch":2,"global_batch":8,
+            "pipeline_model_parallel_layout":"Et|t|t|tmmL"})"}) {
+    INFO(text);
+    ParallelConfig p = cfg(m, text);
+    OpGraph g = generate_op_graph(m, p);
+    CHECK_NOTHROW(check_graph(g));
+    CHECK(job_is_acyclic(g));
+    const IterationFlops it = iteration_flops(m, p.global_batch, p.seq, p.recompute);
+    CHECK(compute_flops(g) == approx(it.hardware).epsilon(1e-12));
+    const std::int64_t mb = p.micro_batches();
+    RankLayout L(p);
+    const bool sp = p.sequence_parallel;
+    const std::size_t passes = p.recompute == Recompute::full ? 2 : 1;  // the checkpoint re-runs the block
+    for (int r : g.ranks) {
+      const bool last = L.coord(r).pp == p.pp - 1;
+      CHECK(ops_named(g, r, "mtp.eh_proj").size() == (last ? passes * 2 * static_cast<std::size_t>(mb) : 0));
+      CHECK(static_cast<std::int64_t>(ops_named(g, r, "logits").size()) == (last ? 3 * mb : 0));
+      CHECK(static_cast<std::int64_t>(ops_named(g, r, "logits.bwd").size()) == (last ? 3 * mb : 0));
+      if (!last) continue;
+      // The projection's input is the 2h-wide concatenation: SP gathers it (forward, and again for
+      // the weight gradient) and reduce-scatters its gradient; its output is gathered over TP.
+      for (const Op* op : ops_named(g, r, "tp.all_gather.mtp_eh_proj_in"))
+        CHECK(op->bytes == static_cast<std::uint64_t>(b * s * 2 * h * 2));
+      CHECK(ops_named(g, r, "tp.all_gather.mtp_eh_proj_in").size() ==
+            (passes + 1) * 2 * static_cast<std::size_t>(mb));
+      for (const Op* op : ops_named(
+               g, r, sp ? "tp.reduce_scatter.mtp_eh_proj_in_grad" : "tp.all_reduce.mtp_eh_proj_in_grad"))
+        CHECK(op->bytes == static_cast<std::uint64_t>(b * s * 2 * h * 2));
+      for (const Op* op : ops_named(g, r, "tp.all_gather.mtp_eh_proj_out"))
+        CHECK(op->bytes == static_cast<std::uint64_t>(b * s * h * 2));
+      CHECK(ops_named(g, r, "tp.all_gather.mtp_eh_proj_out").size() ==
+            passes * 2 * static_cast<std::size_t>(mb));
+      for (const Op* op : ops_named(g, r, "mtp.eh_proj"))
+        CHECK(op->flops == approx(2 * b * s * 2 * h * h / t).epsilon(1e-12));
+      // With pp > 1 the last stage holds an embedding copy for the MTP layers and sums its
+      // gradient with the first stage's (untied embeddings: no such all-reduce without MTP).
+      CHECK(ops_named(g, r, "embedding.grad_all_reduce").size() == (p.pp > 1 ? 1u : 0u));
+      for (const Op* op : ops_named(g, r, "embedding.grad_all_reduce"))
+        CHECK(op->bytes == static_cast<std::uint64_t>(2 * V * h / t));
+    }
+  }
+  // A dense model without SP: the projection's input gradient is all-reduced, nothing gathers its
+  // input; with tied embeddings the last stage's output matrix is the MTP embedding, no copy.
+  {
+    ModelSpec gpt = tiny_gpt();
+    gpt.mtp_layers = 1;
+    ParallelConfig q = cfg(gpt, R"({"tp":2,"pp":2,"dp":2,"micro_batch":2,"global_batch":8})");
+    OpGraph g = generate_op_graph(gpt, q);
+    CHECK(job_is_acyclic(g));
+    CHECK(compute_flops(g) ==
+          approx(iteration_flops(gpt, q.global_batch, q.seq, q.recompute).hardware).epsilon(1e-12));
+    const int last_rank = RankLayout(q).rank({0, 0, 0, 1, 0, 0, 0});
+    CHECK(ops_named(g, last_rank, "tp.all_gather.mtp_eh_proj_in").empty());
+    CHECK(ops_named(g, last_rank, "tp.all_reduce.mtp_eh_proj_in_grad").size() == 2);
+    for (const Op* op : ops_named(g, last_rank, "tp.all_reduce.mtp_eh_proj_in_grad"))
+      CHECK(op->bytes == static_cast<std::uint64_t>(2 * 128 * 2 * 256 * 2));
+    CHECK(RankParams(gpt, 2, 2, 1, 2).mtp_embedding_copy() == 0);
+  }
+  // The last stage's parameters: its decoder layers, the output layer, the embedding copy and the
+  // MTP layers (an MoE layer each plus 2h^2/t projection and three whole norms); the optimizer
+  // updates all of them (ZeRO-1 shard over dp 2).
+  ParallelConfig p = cfg(
+      m,
+      R"({"tp":2,"sequence_parallel":true,"pp":2,"ep":2,"dp":2,"zero":1,"micro_batch":2,"global_batch":8})");
+  const RankParams held(m, 2, 2, 2, 2);
+  m.mtp_layers = 0;
+  const RankParams no_mtp(m, 2, 2, 2, 2);
+  m.mtp_layers = 2;
+  CHECK(held.layer_dense(4) == approx(no_mtp.layer_dense(3) + 2 * h * h / t + 3 * h).epsilon(1e-12));
+  CHECK(held.layer_expert(4) == no_mtp.layer_expert(3));
+  CHECK(held.layer_tp_replicated(4) == no_mtp.layer_tp_replicated(3) + 3 * h);
+  CHECK(held.mtp_embedding_copy() == V * h / t);
+  OpGraph g = generate_op_graph(m, p);
+  RankLayout L(p);
+  for (int r : g.ranks) {
+    if (L.coord(r).pp != 1) continue;
+    double dense = held.output() + held.mtp_embedding_copy(), expert = 0;
+    for (std::int64_t l = 2; l < 6; ++l) {
+      dense += held.layer_dense(l);
+      expert += held.layer_expert(l);
+    }
+    const Op* adam = ops_named(g, r, "optimizer.adam").at(0);
+    CHECK(adam->flops == approx(12 * (dense / 2 + expert / p.expert_dp())).epsilon(1e-12));
+  }
 }

@@ -14,7 +14,8 @@ using namespace commstack::workloads;
 
 TEST_CASE("work: every built-in model parses and names its source") {
   const auto names = builtin_model_names();
-  CHECK(names.size() == 23);  // 10 Megatron Table 1 + GPT-3 + 4 Korthikanti + 3 Llama 2 + 3 Llama 3 + Mixtral + DeepSeek-V3
+  CHECK(names.size() ==
+        23);  // 10 Megatron Table 1 + GPT-3 + 4 Korthikanti + 3 Llama 2 + 3 Llama 3 + Mixtral + DeepSeek-V3
   for (const auto& n : names) {
     ModelSpec m = builtin_model(n);
     CHECK(m.name == n);
@@ -61,9 +62,18 @@ TEST_CASE("work: Llama, Mixtral and GPT-3 parameter counts equal the released ch
   CHECK(static_cast<double>(count_params(builtin_model("gpt3-175b")).total) ==
         approx(174.6e9).epsilon(0.002));
   // DeepSeek-V3 with MLA approximated by MHA: documented ~688B total, 37B-class active.
-  const ParamCount ds = count_params(builtin_model("deepseek-v3"));
-  CHECK(static_cast<double>(ds.total) == approx(688e9).epsilon(0.01));
-  CHECK(static_cast<double>(ds.active) == approx(54e9).epsilon(0.05));
+  ModelSpec dsm = builtin_model("deepseek-v3");
+  const ParamCount ds = count_params(dsm);
+  // With MLA approximated as MHA: ~688B for the decoder, plus one MTP depth (an MoE layer, three
+  // RMSNorms and the 2h x h projection: 7168 x 2 x 7168) of ~12.2B.
+  CHECK(dsm.mtp_layers == 1);
+  CHECK(ds.mtp_per_layer == ds.attention_per_layer + ds.moe_mlp_per_layer + 3 * 7168 + 2 * 7168 * 7168);
+  dsm.mtp_layers = 0;
+  const ParamCount decoder_only = count_params(dsm);
+  CHECK(static_cast<double>(decoder_only.total) == approx(688e9).epsilon(0.01));
+  CHECK(ds.total == decoder_only.total + ds.mtp_per_layer);
+  CHECK(static_cast<double>(ds.total) == approx(700e9).epsilon(0.01));
+  CHECK(static_cast<double>(ds.active) == approx(55e9).epsilon(0.05));
 }
 
 TEST_CASE("work: the vocabulary is padded like Megatron's --make-vocab-size-divisible-by 128, always") {
@@ -85,24 +95,41 @@ TEST_CASE("work: model parser rejects unknown fields and bad values with file an
     k[key] = std::move(v);
     return k;
   };
-  CHECK_THROWS_WITH_AS(parse_model(with("hiden", 64), "m.json"), doctest::Contains("m.json: $.hiden: unknown field"), InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("hiden", 64), "m.json"),
+                       doctest::Contains("m.json: $.hiden: unknown field"), InputError);
   CHECK_THROWS_WITH_AS(parse_model(with("layers", -1), "m.json"), doctest::Contains("$.layers"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("layers", "2"), "m.json"), doctest::Contains("expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("layers", "2"), "m.json"), doctest::Contains("expected an integer"),
+                       InputError);
   CHECK_THROWS_WITH_AS(parse_model(with("layers", 2.5), "m.json"), doctest::Contains("$.layers"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("mlp", "relu"), "m.json"), doctest::Contains("'relu' is not one of: gelu, swiglu"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("kv_heads", 3), "m.json"), doctest::Contains("$.kv_heads"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("heads", 5), "m.json"), doctest::Contains("give head_dim"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("bias", 1), "m.json"), doctest::Contains("expected true or false"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("moe", nlohmann::json{{"experts", 4}, {"top_k", 8}, {"shared_experts", 0},
-                                                             {"ffn_hidden", 32}, {"first_dense_layers", 0}}), "m.json"),
+  CHECK_THROWS_WITH_AS(parse_model(with("mlp", "relu"), "m.json"),
+                       doctest::Contains("'relu' is not one of: gelu, swiglu"), InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("kv_heads", 3), "m.json"), doctest::Contains("$.kv_heads"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("heads", 5), "m.json"), doctest::Contains("give head_dim"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("bias", 1), "m.json"), doctest::Contains("expected true or false"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("moe", nlohmann::json{{"experts", 4},
+                                                              {"top_k", 8},
+                                                              {"shared_experts", 0},
+                                                              {"ffn_hidden", 32},
+                                                              {"first_dense_layers", 0}}),
+                                   "m.json"),
                        doctest::Contains("$.moe.top_k"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(with("moe", nlohmann::json{{"experts", 4}, {"top_k", 2}, {"shared_experts", 0},
-                                                             {"ffn_hidden", 32}, {"first_dense_layers", 0}, {"extra", 1}}), "m.json"),
+  CHECK_THROWS_WITH_AS(parse_model(with("moe", nlohmann::json{{"experts", 4},
+                                                              {"top_k", 2},
+                                                              {"shared_experts", 0},
+                                                              {"ffn_hidden", 32},
+                                                              {"first_dense_layers", 0},
+                                                              {"extra", 1}}),
+                                   "m.json"),
                        doctest::Contains("$.moe.extra: unknown field"), InputError);
   nlohmann::json missing = j;
   missing.erase("vocab");
-  CHECK_THROWS_WITH_AS(parse_model(missing, "m.json"), doctest::Contains("$.vocab: missing required field"), InputError);
-  CHECK_THROWS_WITH_AS(parse_model(nlohmann::json::array(), "m.json"), doctest::Contains("expected a JSON object"), InputError);
+  CHECK_THROWS_WITH_AS(parse_model(missing, "m.json"), doctest::Contains("$.vocab: missing required field"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_model(nlohmann::json::array(), "m.json"),
+                       doctest::Contains("expected a JSON object"), InputError);
   CHECK_THROWS_WITH_AS(load_model_file("/nonexistent/model.json"),
                        doctest::Contains("/nonexistent/model.json: cannot read the model file: no such file"),
                        InputError);

@@ -38,10 +38,11 @@ TEST_CASE("work: a pipeline layout string expands as Megatron's parse_str_to_lis
 }
 
 TEST_CASE("work: a custom layout gives each chunk Megatron's layers (DeepSeek-V3 over PP 16, 2 chunks)") {
-  // Megatron-Bridge's DeepSeek-V3 layout is "Et*3|(tt|)*29,m|L" with one MTP layer; commstack has no
-  // MTP, so the same shape with its 61 layers: 2 in the first virtual stage, 2 in the next 29, 1, 0.
+  // Megatron-Bridge's DeepSeek-V3 layout is "Et*3|(tt|)*29,m|L", its MTP layer on a stage of its own;
+  // commstack keeps the MTP layer in the loss stage, so the same shape with its 61 layers: 2 in the
+  // first virtual stage, 2 in the next 29, 1, and the MTP layer with the loss.
   const ModelSpec m = builtin_model("deepseek-v3");
-  ParallelConfig p = cfg(m, R"({"pp":16,"dp":16,"ep":16,"pipeline_model_parallel_layout":"Et*2|(tt|)*29,t|L",
+  ParallelConfig p = cfg(m, R"({"pp":16,"dp":16,"ep":16,"pipeline_model_parallel_layout":"Et*2|(tt|)*29,t|mL",
                                 "micro_batch":1,"global_batch":256})");
   CHECK(p.virtual_stages == 2);  // 32 stages over pp 16, as Megatron derives it
   CHECK(p.schedule == PipelineSchedule::interleaved);
@@ -53,7 +54,12 @@ TEST_CASE("work: a custom layout gives each chunk Megatron's layers (DeepSeek-V3
   CHECK(stage_layers(m, p, 0, 1).first == 32);   // v 16
   CHECK(stage_layers(m, p, 14, 1).first == 60);  // v 30: the lone 't'
   CHECK(stage_layers(m, p, 14, 1).count() == 1);
-  CHECK(stage_layers(m, p, 15, 1).count() == 0);  // v 31: the loss only
+  CHECK(stage_layers(m, p, 15, 1).count() == 0);  // v 31: the MTP layer and the loss
+  CHECK(p.layout->mtp_layers == 1);
+  CHECK(mtp_stage_layers(m, p, 15, 1).first == 61);  // MTP depth 0 is layer index 61
+  CHECK(mtp_stage_layers(m, p, 15, 1).count() == 1);
+  CHECK(mtp_stage_layers(m, p, 15, 0).count() == 0);
+  CHECK(mtp_stage_layers(m, p, 14, 1).count() == 0);
   std::int64_t next = 0;
   for (int c = 0; c < 2; ++c) {
     for (int s = 0; s < 16; ++s) {
@@ -62,10 +68,10 @@ TEST_CASE("work: a custom layout gives each chunk Megatron's layers (DeepSeek-V3
     }
   }
   CHECK(next == 61);
-  CHECK(describe_uneven_split(m, p) == " pipeline layout Et*2|(tt|)*29,t|L");
+  CHECK(describe_uneven_split(m, p) == " pipeline layout Et*2|(tt|)*29,t|mL");
   // The even split written as a layout is the even split.
   ParallelConfig even =
-      cfg(m, R"({"pp":1,"pipeline_model_parallel_layout":"Et*61L","micro_batch":1,"global_batch":1})");
+      cfg(m, R"({"pp":1,"pipeline_model_parallel_layout":"Et*61mL","micro_batch":1,"global_batch":1})");
   CHECK(stage_layers(m, even, 0, 0).count() == 61);
   CHECK(even.virtual_stages == 1);
   // A layout that spells num_layers_in_first/last_pipeline_stage 4 gives the same chunks.
@@ -89,7 +95,9 @@ TEST_CASE("work: pipeline layouts are refused where Megatron refuses them, with 
   bad_string("Et*3|x|L", "'x' in stage 1 is not a layer character");
   bad_string("t*3|EL", "the embedding 'E' must appear once, as the first layer of the first stage");
   bad_string("Et*3|L|tL", "the loss 'L' must appear once, as the last layer of the last stage");
-  bad_string("Et*3|m|L", "'m' is a multi-token-prediction layer");
+  bad_string("Et*3|m|L", "every 'm' (MTP layer) must be in the last stage, before its 'L'");
+  bad_string("Et*3|mtL", "a transformer layer 't' follows an MTP layer 'm'");
+  CHECK(parse_pipeline_layout("Et*3|t*2m*2L", "x").mtp_layers == 2);
   bad_string("E((t)*2)*2|L", "nested parentheses");
   bad_string("Et*99999999999|L", "repeat count at '99999999999|L' is too large");
   bad_string("E(t*9|)*900000L", "expands to more than 1000000 characters");

@@ -176,13 +176,16 @@ private:
   bool last_virtual(int chunk) const { return virtual_stage(chunk) == p_.pp * p_.virtual_stages - 1; }
 
   // TP collective that follows a row-parallel GEMM (forward) or precedes a column-parallel one.
-  void tp_reduce(const char* rs_name, const char* ar_name, Phase ph, int mb, std::int64_t l, int chunk) {
+  // `width`: the tensor's last dimension in units of h (2 for MTP's concatenated projection input).
+  void tp_reduce(const char* rs_name, const char* ar_name, Phase ph, int mb, std::int64_t l, int chunk,
+                 double width = 1) {
     if (t_ == 1) return;
-    if (sp_) collective(Stream::tp, Collective::reduce_scatter, tp_comm_, hidden_bytes_, rs_name, ph, mb, l, chunk, true);
-    else collective(Stream::tp, Collective::all_reduce, tp_comm_, hidden_bytes_, ar_name, ph, mb, l, chunk, true);
+    const double bytes = width * hidden_bytes_;
+    if (sp_) collective(Stream::tp, Collective::reduce_scatter, tp_comm_, bytes, rs_name, ph, mb, l, chunk, true);
+    else collective(Stream::tp, Collective::all_reduce, tp_comm_, bytes, ar_name, ph, mb, l, chunk, true);
   }
-  void tp_gather(const char* name, Phase ph, int mb, std::int64_t l, int chunk) {
-    if (sp_) collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, name, ph, mb, l, chunk, true);
+  void tp_gather(const char* name, Phase ph, int mb, std::int64_t l, int chunk, double width = 1) {
+    if (sp_) collective(Stream::tp, Collective::all_gather, tp_comm_, width * hidden_bytes_, name, ph, mb, l, chunk, true);
   }
 
   void zero3_gather(std::int64_t l, Phase ph, int mb, int chunk) {
@@ -398,37 +401,41 @@ private:
   void column_parallel_backward(const char* dx_name, const char* dw_name, double K, double N, const char* gather_name,
                                 const char* rs_name, const char* ar_name, int mb, std::int64_t l, int chunk) {
     const Phase B = Phase::backward;
+    const double width = K / static_cast<double>(m_.hidden);  // the input's width in units of h
+    const double bytes = width * hidden_bytes_;
     if (t_ == 1 || !p_.tp_backward_overlap) {
-      tp_gather(gather_name, B, mb, l, chunk);
+      tp_gather(gather_name, B, mb, l, chunk, width);
       if (p_.precision == Precision::fp8) fp8_cast(tokens_ * N, B, mb, l, chunk);  // dY
       gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
       gemm(dw_name, K, tokens_, N, 1, B, mb, l, chunk);
-      tp_reduce(rs_name, ar_name, B, mb, l, chunk);
+      tp_reduce(rs_name, ar_name, B, mb, l, chunk, width);
       return;
     }
     std::vector<int> before;
     if (last_compute_ >= 0) before.push_back(last_compute_);
-    const int gather = sp_ ? collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, gather_name, B, mb,
-                                        l, chunk, false, before)
+    const int gather = sp_ ? collective(Stream::tp, Collective::all_gather, tp_comm_, bytes, gather_name, B, mb, l,
+                                        chunk, false, before)
                            : -1;
     if (p_.precision == Precision::fp8) fp8_cast(tokens_ * N, B, mb, l, chunk);  // dY
     const int dx = gemm(dx_name, tokens_, N, K, 1, B, mb, l, chunk);
-    const int reduce = sp_ ? collective(Stream::tp, Collective::reduce_scatter, tp_comm_, hidden_bytes_, rs_name, B, mb,
-                                        l, chunk, false, {dx})
-                           : collective(Stream::tp, Collective::all_reduce, tp_comm_, hidden_bytes_, ar_name, B, mb, l,
-                                        chunk, false, {dx});
+    const int reduce = sp_ ? collective(Stream::tp, Collective::reduce_scatter, tp_comm_, bytes, rs_name, B, mb, l,
+                                        chunk, false, {dx})
+                           : collective(Stream::tp, Collective::all_reduce, tp_comm_, bytes, ar_name, B, mb, l, chunk,
+                                        false, {dx});
     if (gather >= 0) pending_.push_back(gather);
     gemm(dw_name, K, tokens_, N, 1, B, mb, l, chunk);
     pending_.push_back(reduce);
   }
 
-  void layer_backward(std::int64_t l, int mb, int chunk) {
+  // `recomputed`: the caller already gathered the weights (ZeRO-3) and re-ran the forward (an MTP
+  // layer's checkpoint spans more than the transformer layer).
+  void layer_backward(std::int64_t l, int mb, int chunk, bool recomputed = false) {
     const double h = static_cast<double>(m_.hidden);
     const double qw = static_cast<double>(m_.q_width()), kvw = static_cast<double>(m_.kv_width());
     const LayerFlops lf = layer_forward_flops(m_, l, p_.micro_batch, p_.seq);
     const Phase B = Phase::backward;
-    zero3_gather(l, B, mb, chunk);
-    if (p_.recompute == Recompute::full) layer_forward(l, Phase::recompute, mb, chunk);
+    if (!recomputed) zero3_gather(l, B, mb, chunk);
+    if (p_.recompute == Recompute::full && !recomputed) layer_forward(l, Phase::recompute, mb, chunk);
     streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
     if (m_.is_moe_layer(l)) {
       if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
@@ -471,6 +478,60 @@ private:
       }
     }
     if (mb == p_.micro_batches() - 1) layer_done_[l] = last;
+  }
+
+  // ---- multi-token prediction (Megatron-Core MultiTokenPredictionLayer) --------------------------
+  // Depth l - layers, after the decoder on the last virtual stage: the embedding of the tokens
+  // shifted once more (with its TP reduction, as on the first stage), the norms of that embedding
+  // and of the previous depth's hidden states, their concatenation projected 2h -> h by a column-
+  // parallel linear (SP gathers its 2h-wide input; the h/t-wide outputs are all-gathered over TP,
+  // gather_from_tensor_model_parallel_region, and SP keeps its sequence shard of the result), one
+  // transformer layer of the decoder's last kind, and a final norm. The logits and loss of each
+  // depth go through the output layer (forward_step).
+  void mtp_forward(std::int64_t l, int mb, int chunk) {
+    const Phase F = Phase::forward;
+    zero3_gather_params(held_.mtp_embedding_copy(), "zero3.gather_embedding", F, mb, chunk);
+    compute("mtp.embedding", ComputeClass::elementwise, 0, hidden_bytes_, F, mb, l, chunk);
+    tp_reduce("tp.reduce_scatter.mtp_embedding", "tp.all_reduce.mtp_embedding", F, mb, l, chunk);
+    mtp_block(l, F, mb, chunk);
+  }
+  // What full recomputation checkpoints (MultiTokenPredictionLayer._checkpointed_forward): the
+  // norms, the projection with its TP gathers, the transformer layer and the final norm.
+  void mtp_block(std::int64_t l, Phase ph, int mb, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double norm_bytes = kNormFwdBytes * residual_elements();
+    streaming("mtp.enorm", norm_bytes, ph, mb, l, chunk);
+    streaming("mtp.hnorm", norm_bytes, ph, mb, l, chunk);
+    tp_gather("tp.all_gather.mtp_eh_proj_in", ph, mb, l, chunk, 2);
+    gemm("mtp.eh_proj", tokens_, 2 * h, h / t_, 1, ph, mb, l, chunk);
+    if (t_ > 1)
+      collective(Stream::tp, Collective::all_gather, tp_comm_, hidden_bytes_, "tp.all_gather.mtp_eh_proj_out", ph, mb,
+                 l, chunk, true);
+    layer_forward(l, ph, mb, chunk);
+    streaming("mtp.final_norm", norm_bytes, ph, mb, l, chunk);
+  }
+  // Conjugates in reverse: SP's split of the projection output gathers its gradient (the TP
+  // gather's backward only keeps this rank's slice), the projection's input gradient is reduce-
+  // scattered (all-reduced without SP), and the embedding's gradient is gathered as the first
+  // stage's is. The depth's gradients are final after its embedding backward.
+  void mtp_backward(std::int64_t l, int mb, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const Phase B = Phase::backward;
+    const double norm_bytes = kNormBwdBytes * residual_elements();
+    zero3_gather(l, B, mb, chunk);  // before the recomputation, which needs the weights too
+    if (p_.recompute == Recompute::full) mtp_block(l, Phase::recompute, mb, chunk);
+    streaming("mtp.final_norm.bwd", norm_bytes, B, mb, l, chunk);
+    layer_backward(l, mb, chunk, /*recomputed=*/true);
+    tp_gather("tp.all_gather.mtp_eh_proj_out_grad", B, mb, l, chunk);
+    column_parallel_backward("mtp.eh_proj.bwd_input", "mtp.eh_proj.bwd_weight", 2 * h, h / t_,
+                             "tp.all_gather.mtp_eh_proj_in", "tp.reduce_scatter.mtp_eh_proj_in_grad",
+                             "tp.all_reduce.mtp_eh_proj_in_grad", mb, l, chunk);
+    streaming("mtp.hnorm.bwd", norm_bytes, B, mb, l, chunk);
+    streaming("mtp.enorm.bwd", norm_bytes, B, mb, l, chunk);
+    tp_gather("tp.all_gather.mtp_embedding_grad", B, mb, l, chunk);
+    zero3_gather_params(held_.mtp_embedding_copy(), "zero3.gather_embedding", B, mb, chunk);
+    compute("mtp.embedding.bwd", ComputeClass::elementwise, 0, hidden_bytes_, B, mb, l, chunk);
+    if (mb == p_.micro_batches() - 1) layer_done_[l] = last_compute_;
   }
 
   // ---- pipeline steps ----------------------------------------------------------------------------
@@ -525,13 +586,18 @@ private:
       tp_reduce("tp.reduce_scatter.embedding", "tp.all_reduce.embedding", Phase::forward, mb, -1, chunk);
     }
     for (std::int64_t l = r.first; l < r.last; ++l) layer_forward(l, Phase::forward, mb, chunk);
+    const LayerRange mtp = mtp_stage_layers(m_, p_, me_.pp, chunk);
+    for (std::int64_t l = mtp.first; l < mtp.last; ++l) mtp_forward(l, mb, chunk);
     if (last_virtual(chunk)) {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
       wait_param_gather(gather_of_output_);
       zero3_gather_params(output_grad_params(), "zero3.gather_output", Phase::forward, mb, chunk);
-      tp_gather("tp.all_gather.logits_in", Phase::forward, mb, -1, chunk);
-      gemm("logits", tokens_, h, V / t_, 1, Phase::forward, mb, -1, chunk);
-      compute("cross_entropy", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, Phase::forward, mb, -1, chunk);
+      // The decoder's logits and loss, then each MTP depth's through the same output layer.
+      for (std::int64_t head = 0; head <= mtp.count(); ++head) {
+        tp_gather("tp.all_gather.logits_in", Phase::forward, mb, -1, chunk);
+        gemm("logits", tokens_, h, V / t_, 1, Phase::forward, mb, -1, chunk);
+        compute("cross_entropy", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, Phase::forward, mb, -1, chunk);
+      }
     } else {
       const int to = rank_of_stage((me_.pp + 1) % p_.pp);
       p2p_send(send(Stream::pp, to, make_tag(kPpForward, mb, vs, -1, 0), p2p_bytes(), "pp.send_activation",
@@ -572,13 +638,17 @@ private:
     } else {
       const double h = static_cast<double>(m_.hidden), V = static_cast<double>(m_.vocab);
       zero3_gather_params(output_grad_params(), "zero3.gather_output", B, mb, chunk);
-      compute("cross_entropy.bwd", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, B, mb, -1, chunk);
-      gemm("logits.bwd", tokens_, h, V / t_, 2, B, mb, -1, chunk);
-      tp_reduce("tp.reduce_scatter.logits_in_grad", "tp.all_reduce.logits_in_grad", B, mb, -1, chunk);
+      for (std::int64_t head = 0; head <= m_.mtp_layers; ++head) {
+        compute("cross_entropy.bwd", ComputeClass::elementwise, 0, 4 * tokens_ * V / t_, B, mb, -1, chunk);
+        gemm("logits.bwd", tokens_, h, V / t_, 2, B, mb, -1, chunk);
+        tp_reduce("tp.reduce_scatter.logits_in_grad", "tp.all_reduce.logits_in_grad", B, mb, -1, chunk);
+      }
       if (mb == p_.micro_batches() - 1) output_done_ = last_compute_;
       zero_reduce_scatter(output_grad_params(), "zero2.reduce_scatter_output_grads",
                           "zero3.reduce_scatter_output_grads", mb, chunk);
     }
+    const LayerRange mtp = mtp_stage_layers(m_, p_, me_.pp, chunk);
+    for (std::int64_t l = mtp.last - 1; l >= mtp.first; --l) mtp_backward(l, mb, chunk);
     for (std::int64_t l = r.last - 1; l >= r.first; --l) layer_backward(l, mb, chunk);
     if (first_virtual(chunk)) {
       tp_gather("tp.all_gather.embedding_grad", B, mb, -1, chunk);
@@ -619,6 +689,13 @@ private:
       if (last_virtual(c)) {
         b.dense += output_grad_params();
         b.output = true;
+      }
+      const LayerRange mtp = mtp_stage_layers(m_, p_, me_.pp, c);
+      for (std::int64_t l = mtp.last - 1; l >= mtp.first; --l) {
+        b.dense += layer_dense_params(l) + (l == mtp.first ? held_.mtp_embedding_copy() : 0);
+        b.expert += layer_expert_params(l);
+        b.layers.push_back(l);
+        if (b.dense + b.expert >= static_cast<double>(p_.bucket_size())) close();
       }
       for (std::int64_t l = r.last - 1; l >= r.first; --l) {
         b.dense += layer_dense_params(l);
@@ -704,15 +781,18 @@ private:
       for (int c = 0; c < p_.virtual_stages; ++c) {
         const LayerRange r = stage_layers(m_, p_, me_.pp, c);
         for (std::int64_t l = r.first; l < r.last; ++l) replicated += held_.layer_tp_replicated(l);
+        const LayerRange mtp = mtp_stage_layers(m_, p_, me_.pp, c);
+        for (std::int64_t l = mtp.first; l < mtp.last; ++l) replicated += held_.layer_tp_replicated(l);
         if (last_virtual(c)) replicated += held_.norm();  // the final norm
       }
       if (replicated > 0)
         before_step.push_back(collective(Stream::tp, Collective::all_reduce, tp_comm_, p_.grad_bytes * replicated,
                                          "tp.all_reduce.sequence_parallel_grads", O, -1, -1, 0, false, after_final));
     }
-    // Tied input/output embeddings live on the first and last stage: their gradients are summed.
+    // Tied input/output embeddings live on the first and last stage, and so does the embedding with
+    // MTP layers (the last stage's copy): their gradients are summed.
     const bool holds_embedding = me_.pp == 0 || me_.pp == p_.pp - 1;
-    if (m_.tied_embeddings && p_.pp > 1 && holds_embedding) {
+    if ((m_.tied_embeddings || m_.mtp_layers > 0) && p_.pp > 1 && holds_embedding) {
       const int emb_comm = g_.communicator(GroupKind::embedding, layout_.group_of(GroupKind::embedding, rank_));
       before_step.push_back(collective(Stream::dp, Collective::all_reduce, emb_comm,
                                        p_.grad_bytes * static_cast<double>(m_.vocab * m_.hidden) / t_,
@@ -724,12 +804,13 @@ private:
     // the output layer's on the stages that hold them.
     double dense = 0, expert = 0;
     for (int c = 0; c < p_.virtual_stages; ++c) {
-      if (last_virtual(c)) dense += output_grad_params();
+      if (last_virtual(c)) dense += output_grad_params() + held_.mtp_embedding_copy();
       if (first_virtual(c)) dense += held_.embedding();
-      const LayerRange r = stage_layers(m_, p_, me_.pp, c);
-      for (std::int64_t l = r.first; l < r.last; ++l) {
-        dense += layer_dense_params(l);
-        expert += layer_expert_params(l);
+      for (const LayerRange r : {stage_layers(m_, p_, me_.pp, c), mtp_stage_layers(m_, p_, me_.pp, c)}) {
+        for (std::int64_t l = r.first; l < r.last; ++l) {
+          dense += layer_dense_params(l);
+          expert += layer_expert_params(l);
+        }
       }
     }
     const double owned = p_.zero >= 1 ? dense / (p_.dp * p_.cp) + expert / p_.expert_dp() : dense + expert;

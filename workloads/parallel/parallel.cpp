@@ -11,8 +11,12 @@
 
 namespace commstack::workloads {
 
-std::string to_string(PipelineSchedule s) { return s == PipelineSchedule::one_f_one_b ? "1f1b" : "interleaved"; }
-std::string to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8"; }
+std::string to_string(PipelineSchedule s) {
+  return s == PipelineSchedule::one_f_one_b ? "1f1b" : "interleaved";
+}
+std::string to_string(Precision p) {
+  return p == Precision::bf16 ? "bf16" : "fp8";
+}
 std::string to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -21,7 +25,9 @@ std::string to_string(Recompute r) {
   }
   return "?";
 }
-std::string to_string(AttentionKernel a) { return a == AttentionKernel::flash ? "flash" : "materialized"; }
+std::string to_string(AttentionKernel a) {
+  return a == AttentionKernel::flash ? "flash" : "materialized";
+}
 std::string to_string(Dim d) {
   switch (d) {
     case Dim::tp: return "tp";
@@ -41,17 +47,24 @@ std::vector<Dim> parse_order(JsonFields& f, const std::string& text) {
   while (pos <= text.size()) {
     std::size_t dash = text.find('-', pos);
     std::string tok = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
-    if (tok == "tp") out.push_back(Dim::tp);
-    else if (tok == "cp") out.push_back(Dim::cp);
-    else if (tok == "dp") out.push_back(Dim::dp);
-    else if (tok == "pp") out.push_back(Dim::pp);
-    else if (tok != "ep") f.fail("order", fmt::format("'{}' is not one of tp, cp, ep, dp, pp", tok));
+    if (tok == "tp")
+      out.push_back(Dim::tp);
+    else if (tok == "cp")
+      out.push_back(Dim::cp);
+    else if (tok == "dp")
+      out.push_back(Dim::dp);
+    else if (tok == "pp")
+      out.push_back(Dim::pp);
+    else if (tok != "ep")
+      f.fail("order", fmt::format("'{}' is not one of tp, cp, ep, dp, pp", tok));
     if (dash == std::string::npos) break;
     pos = dash + 1;
   }
   for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::pp}) {
     if (std::count(out.begin(), out.end(), d) != 1) {
-      f.fail("order", fmt::format("'{}' must name each of tp, cp, dp, pp exactly once (e.g. \"tp-cp-ep-dp-pp\")", text));
+      f.fail(
+          "order",
+          fmt::format("'{}' must name each of tp, cp, dp, pp exactly once (e.g. \"tp-cp-ep-dp-pp\")", text));
     }
   }
   return out;
@@ -74,6 +87,9 @@ void check_layer_split(const ModelSpec& m, const ParallelConfig& p, const Bad& b
     for (std::int64_t n : p.layout->layers_per_stage) layers += n;
     if (layers != l)
       bad(field, fmt::format("holds {} transformer layers 't' but {} has {}", layers, m.name, l));
+    if (p.layout->mtp_layers != m.mtp_layers)
+      bad(field, fmt::format("holds {} MTP layers 'm' but {} has mtp_num_layers {}", p.layout->mtp_layers,
+                             m.name, m.mtp_layers));
     if (stages % pp != 0)
       bad(field, fmt::format("has {} stages, not a multiple of pp = {} (each pipeline rank runs stages / pp "
                              "model chunks)",
@@ -144,8 +160,9 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxWays));
   p.sequence_parallel = f.boolean_or("sequence_parallel", false);
   p.pp = static_cast<int>(f.integer_or("pp", 1, 1, kMaxWays));
-  p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b" ? PipelineSchedule::one_f_one_b
-                                                                                  : PipelineSchedule::interleaved;
+  p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b"
+                   ? PipelineSchedule::one_f_one_b
+                   : PipelineSchedule::interleaved;
   p.virtual_stages = static_cast<int>(f.integer_or("virtual_stages", 1, 1, kMaxWays));
   // Megatron-Core's TransformerConfig names; a set stage size must be > 0, as Megatron checks;
   // null is "not set" (Megatron's None), so that a scenario variant can unset it.
@@ -161,7 +178,8 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.zero = static_cast<int>(f.integer_or("zero", 0, 0, 3));
   if (f.has("fsdp")) {
     if (f.boolean("fsdp")) {
-      if (f.has("zero") && p.zero != 3) f.fail("fsdp", fmt::format("true means ZeRO-3 but zero is {}", p.zero));
+      if (f.has("zero") && p.zero != 3)
+        f.fail("fsdp", fmt::format("true means ZeRO-3 but zero is {}", p.zero));
       p.zero = 3;
     }
   } else {
@@ -174,11 +192,13 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.micro_batch = f.integer("micro_batch", 1, std::int64_t{1} << 30);
   p.global_batch = f.integer("global_batch", 1, std::int64_t{1} << 40);
   p.seq = f.integer_or("seq", 0, 1, std::int64_t{1} << 24);
-  p.precision = f.choice_or("precision", "bf16", {"bf16", "fp8"}) == "bf16" ? Precision::bf16 : Precision::fp8;
+  p.precision =
+      f.choice_or("precision", "bf16", {"bf16", "fp8"}) == "bf16" ? Precision::bf16 : Precision::fp8;
   std::string rc = f.choice_or("recompute", "none", {"none", "selective", "full"});
   p.recompute = rc == "none" ? Recompute::none : rc == "selective" ? Recompute::selective : Recompute::full;
-  p.attention = f.choice_or("attention", "flash", {"flash", "materialized"}) == "flash" ? AttentionKernel::flash
-                                                                                      : AttentionKernel::materialized;
+  p.attention = f.choice_or("attention", "flash", {"flash", "materialized"}) == "flash"
+                    ? AttentionKernel::flash
+                    : AttentionKernel::materialized;
   p.tp_backward_overlap = f.boolean_or("tp_backward_overlap", true);
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
@@ -208,14 +228,18 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
                           gpus % rest == 0 ? fmt::format(" (expected dp = {})", gpus / rest)
                                            : fmt::format(" (no multiple of tp*pp*cp = {})", rest)));
   }
-  if (m.heads % p.tp != 0) bad("tp", fmt::format("{} does not divide the {} attention heads of {}", p.tp, m.heads, m.name));
+  if (m.heads % p.tp != 0)
+    bad("tp", fmt::format("{} does not divide the {} attention heads of {}", p.tp, m.heads, m.name));
   // Megatron-Core shards whole K/V groups (num_query_groups % tp == 0); no K/V replication.
   if (m.kv_heads % p.tp != 0) {
-    bad("tp", fmt::format("{} does not divide the {} key/value heads of {} (Megatron shards whole K/V groups)", p.tp,
-                          m.kv_heads, m.name));
+    bad("tp",
+        fmt::format("{} does not divide the {} key/value heads of {} (Megatron shards whole K/V groups)",
+                    p.tp, m.kv_heads, m.name));
   }
-  if (m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("{} does not divide ffn_hidden = {}", p.tp, m.ffn_hidden));
-  if (m.vocab % p.tp != 0) bad("tp", fmt::format("{} does not divide the vocabulary of {} (pad it)", p.tp, m.vocab));
+  if (m.ffn_hidden % p.tp != 0)
+    bad("tp", fmt::format("{} does not divide ffn_hidden = {}", p.tp, m.ffn_hidden));
+  if (m.vocab % p.tp != 0)
+    bad("tp", fmt::format("{} does not divide the vocabulary of {} (pad it)", p.tp, m.vocab));
   // A layout sets the model chunks per pipeline rank (Megatron derives the virtual pipeline size from
   // it and refuses --num-virtual-stages-per-pipeline-rank next to it): virtual_stages 1 (the default)
   // lets the layout set it, and the schedule follows (Megatron has no schedule switch: more than one
@@ -236,11 +260,13 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   }
   if (p.schedule == PipelineSchedule::interleaved) {
     if (p.pp < 2) bad("schedule", "the interleaved schedule needs pp >= 2");
-    if (p.virtual_stages < 2) bad("virtual_stages", fmt::format("{}: the interleaved schedule needs >= 2", p.virtual_stages));
+    if (p.virtual_stages < 2)
+      bad("virtual_stages", fmt::format("{}: the interleaved schedule needs >= 2", p.virtual_stages));
   }
   check_layer_split(m, p, bad);
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
-    bad("global_batch", fmt::format("{} is not a multiple of micro_batch*dp = {}*{}", p.global_batch, p.micro_batch, p.dp));
+    bad("global_batch",
+        fmt::format("{} is not a multiple of micro_batch*dp = {}*{}", p.global_batch, p.micro_batch, p.dp));
   }
   // The op graph holds every micro-batch of a pipeline (its forward and backward per layer): an
   // absurd gradient accumulation would exhaust memory before a clear word. Real jobs run tens to a
@@ -252,17 +278,20 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
                     ParallelConfig::kMaxMicroBatches));
   }
   if (p.schedule == PipelineSchedule::interleaved && p.micro_batches() % p.pp != 0) {
-    bad("global_batch", fmt::format("{} micro-batches per DP rank is not a multiple of pp = {} (interleaved schedule)",
-                                    p.micro_batches(), p.pp));
+    bad("global_batch",
+        fmt::format("{} micro-batches per DP rank is not a multiple of pp = {} (interleaved schedule)",
+                    p.micro_batches(), p.pp));
   }
   // Megatron's load-balanced context parallelism cuts each sequence into 2*cp chunks.
   if (p.cp > 1 && p.attention == AttentionKernel::materialized) {
-    bad("attention", "materialized attention has no context parallelism (Megatron's CP needs the fused attention kernel)");
+    bad("attention",
+        "materialized attention has no context parallelism (Megatron's CP needs the fused attention kernel)");
   }
   if (const std::int64_t two_cp = 2 * static_cast<std::int64_t>(p.cp); p.cp > 1 && p.seq % two_cp != 0)
     bad("cp", fmt::format("2*cp = {} does not divide seq = {}", two_cp, p.seq));
   if (p.sequence_parallel && (p.seq / p.cp) % p.tp != 0) {
-    bad("sequence_parallel", fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));
+    bad("sequence_parallel",
+        fmt::format("tp = {} does not divide the {} tokens per CP rank", p.tp, p.seq / p.cp));
   }
   if (p.ep > 1 && !m.moe) bad("ep", fmt::format("{} > 1 but {} has no experts", p.ep, m.name));
   if (p.etp > 0 && !m.moe) bad("etp", fmt::format("is set but {} has no experts", m.name));
@@ -299,7 +328,8 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
       bad("tp", fmt::format("{} does not divide the shared experts' width {} x {} = {}", p.tp,
                             m.moe->shared_experts, m.moe->ffn_hidden, shared));
     // Megatron asserts the same: MoE token dispatch with TP works on sequence-parallel shards.
-    if (p.tp > 1 && !p.sequence_parallel) bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
+    if (p.tp > 1 && !p.sequence_parallel)
+      bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
   if (p.overlap_param_gather && p.zero != 1 && p.zero != 2) {
     bad("overlap_param_gather",
@@ -307,7 +337,8 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
                     "but zero is {} (Megatron asserts the same)",
                     p.zero));
   }
-  if (p.zero == 3 && p.pp > 1) bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
+  if (p.zero == 3 && p.pp > 1)
+    bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
   // DeepSpeed's pipeline engine refuses ZeRO-2 too (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
   // incompatible with pipeline parallelism"); Megatron has no ZeRO-2.
   if (p.zero == 2 && p.pp > 1)
@@ -334,6 +365,10 @@ std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& 
 
 std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par) {
   return model.moe ? fmt::format(" etp {}", par.expert_tp()) : "";
+}
+
+std::string describe_mtp(const ModelSpec& model) {
+  return model.mtp_layers > 0 ? fmt::format(" mtp {}", model.mtp_layers) : "";
 }
 
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
@@ -367,13 +402,18 @@ LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int s
   return {first, first + chunk_layer_count(model, par, stage, chunk)};
 }
 
+LayerRange mtp_stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk) {
+  if (stage != par.pp - 1 || chunk != par.virtual_stages - 1) return {model.layers, model.layers};
+  return {model.layers, model.layers + model.mtp_layers};
+}
+
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage) {
   const std::int64_t m = par.micro_batches();
   if (par.schedule == PipelineSchedule::one_f_one_b) return std::min<std::int64_t>(par.pp - stage, m);
   const std::int64_t total = m * par.virtual_stages;
   if (m == par.pp) return total;  // Megatron runs all forwards first in that case
-  return std::min<std::int64_t>(std::int64_t{par.pp - stage - 1} * 2 + std::int64_t{par.virtual_stages - 1} * par.pp + 1,
-                                total);
+  return std::min<std::int64_t>(
+      std::int64_t{par.pp - stage - 1} * 2 + std::int64_t{par.virtual_stages - 1} * par.pp + 1, total);
 }
 
 }  // namespace commstack::workloads

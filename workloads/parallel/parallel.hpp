@@ -55,7 +55,7 @@ struct ParallelConfig {
   // layers of every virtual stage; it sets virtual_stages (stages / pp). Exclusive with the above.
   std::optional<PipelineLayout> layout;
   int dp = 1;
-  int zero = 0;            // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
+  int zero = 0;  // 0: replicated optimizer; 1: optimizer states; 2: + gradients; 3: + weights
   int cp = 1;
   int ep = 1;
   // Expert tensor parallelism (Megatron's --expert-tensor-parallel-size): each routed expert's
@@ -78,7 +78,7 @@ struct ParallelConfig {
   // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
-  bool overlap_grad_reduce = true;          // DP reduction starts per bucket as soon as backward produced it
+  bool overlap_grad_reduce = true;  // DP reduction starts per bucket as soon as backward produced it
   // The distributed optimizer's parameter all-gathers run during the next forward, bucket by
   // bucket before first use (Megatron-Core --overlap-param-gather, NeMo's default), instead of
   // after the optimizer step. Needs zero 1 or 2.
@@ -86,7 +86,7 @@ struct ParallelConfig {
   // DP bucket size in parameters; 0: Megatron-Core's default max(4e7, 1e6 x dp*cp), larger buckets
   // for large DP groups so that each ring chunk stays bandwidth-bound (bucket_size()).
   std::int64_t bucket_params = 0;
-  int grad_bytes = 2;                       // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
+  int grad_bytes = 2;  // gradient element size: 2 (bf16, ZeRO paper's 16 B/param) or 4 (fp32)
 
   int gpus() const { return tp * pp * dp * cp; }
   int expert_tp() const { return etp > 0 ? etp : tp; }
@@ -118,6 +118,10 @@ struct LayerRange {
   std::int64_t count() const { return last - first; }
 };
 LayerRange stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
+// The multi-token-prediction layers (indices layers .. layers + mtp_layers - 1) of one model chunk:
+// all on the last virtual stage, after its decoder layers (Megatron's placement without a layout,
+// and the only one a layout may give here); empty elsewhere.
+LayerRange mtp_stage_layers(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
 // Transformer layers of one model chunk (get_num_layers_to_build); stage_layers(...).count().
 std::int64_t chunk_layer_count(const ModelSpec& model, const ParallelConfig& par, int stage, int chunk);
 // True where the split is not the plain even one (first/last stage layers or embedding/loss set).
@@ -127,6 +131,8 @@ bool uneven_split(const ParallelConfig& par);
 std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par);
 // For run labels: " etp N" for MoE models (the expert TP degree in use, set or Megatron's default).
 std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par);
+// For run labels: " mtp N" for models with multi-token prediction layers.
+std::string describe_mtp(const ModelSpec& model);
 // Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
 // Megatron's warm-up (pp - stage - 1)*2 + (vs - 1)*pp, plus the first steady-state forward).
 std::int64_t in_flight_chunks(const ParallelConfig& par, int stage);

@@ -90,10 +90,8 @@ PipelineLayout parse_pipeline_layout(const std::string& text, const std::string&
   for (char c : s) {
     if (c == '|') {
       stages.emplace_back();
-    } else if (c == 'E' || c == 't' || c == 'L') {
+    } else if (c == 'E' || c == 't' || c == 'L' || c == 'm') {
       stages.back() += c;
-    } else if (c == 'm') {
-      ex.fail("'m' is a multi-token-prediction layer; commstack's models have none (MTP is not modelled)");
     } else {
       const auto u = static_cast<unsigned char>(c);
       const std::string shown = u >= 0x80  ? "a non-ASCII character"
@@ -101,7 +99,7 @@ PipelineLayout parse_pipeline_layout(const std::string& text, const std::string&
                                            : fmt::format("'{}'", c);
       ex.fail(
           fmt::format("{} in stage {} is not a layer character; expected E (embedding), t (transformer "
-                      "layer), L (loss), '|' between stages, x*n and (...)*n repeats",
+                      "layer), m (MTP layer), L (loss), '|' between stages, x*n and (...)*n repeats",
                       shown, stages.size() - 1));
     }
   }
@@ -114,7 +112,20 @@ PipelineLayout parse_pipeline_layout(const std::string& text, const std::string&
     ex.fail("the embedding 'E' must appear once, as the first layer of the first stage");
   if (count('L') != 1 || stages.back().empty() || stages.back().back() != 'L')
     ex.fail("the loss 'L' must appear once, as the last layer of the last stage");
-  PipelineLayout out{text, {}};
+  // Megatron's MTP rules (validate_layer_layout): every 'm' after every 't', all in one stage. An
+  // MTP stage other than the loss's is Megatron's "standalone" MTP, whose hand-over of the decoder
+  // and MTP hidden states to the loss stage is not modelled: the 'm' must share the last stage.
+  const std::int64_t mtp = count('m');
+  if (mtp > 0) {
+    const std::string& last = stages.back();
+    if (std::count(last.begin(), last.end(), 'm') != mtp)
+      ex.fail(
+          "every 'm' (MTP layer) must be in the last stage, before its 'L': a stage of MTP layers apart "
+          "from the loss (Megatron's standalone MTP) is not modelled");
+    if (last.find('t', last.find('m')) != std::string::npos)
+      ex.fail("a transformer layer 't' follows an MTP layer 'm'; decoder layers come before MTP layers");
+  }
+  PipelineLayout out{text, {}, mtp};
   for (const auto& st : stages) out.layers_per_stage.push_back(std::count(st.begin(), st.end(), 't'));
   return out;
 }
