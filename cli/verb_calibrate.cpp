@@ -12,6 +12,7 @@
 
 #include "calibration/fit/host_prior.hpp"
 #include "calibration/fit/profile_fit.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 
@@ -28,6 +29,20 @@ struct CalibrateOptions {
   double prior_weight = fit::FitOptions{}.prior_weight;
   std::string loss = fit::FitOptions{}.loss;
 };
+
+// --output must not replace a file the fit reads (--output run.txt for --input run.txt would lose the
+// measurement): checked before anything is read or written.
+void refuse_output_over_inputs(const CalibrateOptions& o, const std::vector<fit::RunSpec>& specs) {
+  std::vector<InputArg> inputs;
+  for (const auto& spec : specs) {
+    inputs.push_back({"--input", spec.file});
+    if (spec.cluster) inputs.push_back({"--input ...@cluster=", *spec.cluster, true});
+  }
+  if (o.cluster) inputs.push_back({"--cluster", *o.cluster, true});
+  if (o.prior) inputs.push_back({"--prior", *o.prior, true});
+  for (const auto& path : o.host_from) inputs.push_back({"--host-from", path, true});
+  refuse_overwriting_inputs("--output", o.output, inputs);
+}
 
 void run_calibrate(const CalibrateOptions& o) {
   std::vector<fit::MeasuredRun> runs;
@@ -48,6 +63,7 @@ void run_calibrate(const CalibrateOptions& o) {
                       text, it->second));
     specs.push_back(std::move(spec));
   }
+  refuse_output_over_inputs(o, specs);
   runs.reserve(specs.size());
   for (const auto& spec : specs) runs.push_back(fit::load_measured_run(spec, o.cluster));
   int sm = sim::stack::sm_of_gpu_model(runs.front().cluster.node.gpu_model);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/option_values.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
@@ -291,7 +292,15 @@ void write_recordings(const CollectiveOptions& o, const topologies::Topology& to
   }
 }
 
+// --trace and --otf2 must not replace the cluster or profile file the run reads.
+void refuse_outputs_over_inputs(const CollectiveOptions& o) {
+  const std::vector<InputArg> inputs{{"--cluster", o.cluster, true}, {"--profile", o.profile, true}};
+  refuse_overwriting_inputs("--trace", o.trace, inputs);
+  refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
+}
+
 void run(const CollectiveOptions& o) {
+  refuse_outputs_over_inputs(o);
   const sim::CollectiveOp op = sim::collective_op_from_string(o.op);
   const sim::Fidelity fidelity = sim::fidelity_from_string(o.fidelity);
   const std::uint64_t min_bytes = parse_bytes(o.min_bytes, "--min-bytes");

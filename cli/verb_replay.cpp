@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/option_values.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
@@ -50,7 +51,19 @@ std::optional<std::string> builtin_for_gpu(const std::string& gpu) {
   return std::nullopt;
 }
 
+// --trace-out and --otf2 must not replace the trace (or a file of a trace directory), the cluster or
+// a compute profile the replay reads: replaying a trace onto itself would lose the recording.
+void refuse_outputs_over_inputs(const ReplayCliOptions& o) {
+  const std::vector<InputArg> inputs{{"--trace", o.trace},
+                                     {"--cluster", o.cluster, true},
+                                     {"--compute-profile", o.compute_profile, true},
+                                     {"--traced-gpu", o.traced_gpu, true}};
+  refuse_overwriting_inputs("--trace-out", o.trace_out, inputs);
+  refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
+}
+
 void run(const ReplayCliOptions& o) {
+  refuse_outputs_over_inputs(o);
   if (o.format != "text" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text or json", o.format));
   }

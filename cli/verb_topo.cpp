@@ -14,6 +14,7 @@
 
 #include "calibration/fit/nccl_topo_xml.hpp"
 #include "calibration/fit/node_from_topo_xml.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/stack/fabric_contention.hpp"
@@ -39,6 +40,10 @@ struct TopoOptions {
 // The cluster to build: the preset / file, or a node model read from an NCCL topology XML on top
 // of it (written out with --write-cluster, so it can be edited and passed to every verb).
 topo::ClusterSpec cluster_of(const TopoOptions& o) {
+  // --write-cluster and --dot must not replace the XML or cluster file they are built from.
+  const std::vector<InputArg> inputs{{"--from-nccl-xml", o.from_xml}, {"--cluster", o.cluster, true}};
+  refuse_overwriting_inputs("--write-cluster", o.write_cluster, inputs);
+  refuse_overwriting_inputs("--dot", o.dot, inputs);
   if (o.from_xml.empty()) {
     if (!o.write_cluster.empty())
       throw InputError("--write-cluster: needs --from-nccl-xml (a preset is already a file)");

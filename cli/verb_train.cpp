@@ -9,6 +9,7 @@
 
 #include "cli/compute_profile_option.hpp"
 #include "cli/option_values.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/engine/simulator.hpp"
@@ -28,8 +29,9 @@ namespace {
 struct TrainOptions {
   std::string cluster, nodes, model;
   std::string tp = "1", pp = "1", cp = "1", ep = "1", zero = "0";
-  std::optional<std::string> dp;   // not given: the GPUs left, as Megatron
-  std::optional<std::string> etp;  // not given: the tp degree, as Megatron
+  std::optional<std::string> dp;          // not given: the GPUs left, as Megatron
+  std::optional<std::string> etp;         // not given: the tp degree, as Megatron
+  std::optional<std::string> mtp_layers;  // not given: the model's mtp_num_layers
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
@@ -60,8 +62,19 @@ int derived_dp(const workloads::ParallelConfig& par, std::int64_t gpus) {
   return dp;
 }
 
+// --trace and --otf2 must not replace the cluster, model or compute profile file the run reads.
+void refuse_outputs_over_inputs(const TrainOptions& o) {
+  const std::vector<InputArg> inputs{{"--cluster", o.cluster, true},
+                                     {"--model", o.model, true},
+                                     {"--compute-profile", o.compute_profile, true}};
+  refuse_overwriting_inputs("--trace", o.trace, inputs);
+  refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
+}
+
 void run(const TrainOptions& o) {
+  refuse_outputs_over_inputs(o);
   auto model = workloads::resolve_model(o.model);
+  if (o.mtp_layers) model.mtp_layers = parse_int(*o.mtp_layers, "--mtp-num-layers", 0, 16);
   workloads::ParallelConfig par;
   par.tp = static_cast<int>(parse_int(o.tp, "--tp", 1, 1 << 16));
   par.pp = static_cast<int>(parse_int(o.pp, "--pp", 1, 1 << 16));
@@ -122,7 +135,7 @@ void run(const TrainOptions& o) {
   workloads::validate(model, par, topo.gpu_count(),
                       "train options (--tp/--pp/--dp/--cp/--ep/--etp/--virtual-stages/--*-batch/--seq, "
                       "--decoder-*-pipeline-num-layers, --account-for-*-in-pipeline-split, "
-                      "--pipeline-model-parallel-layout)");
+                      "--pipeline-model-parallel-layout, --mtp-num-layers)");
 
   sim::train::TrainSetup setup;
   setup.model = model;
@@ -149,7 +162,8 @@ void run(const TrainOptions& o) {
                              to_string(par.recompute), to_string(par.attention),
                              par.tp_backward_overlap ? "on" : "off", par.overlap_grad_reduce ? "on" : "off");
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
-  label.config += workloads::describe_expert_tp(model, par) + workloads::describe_uneven_split(model, par);
+  label.config += workloads::describe_expert_tp(model, par) + workloads::describe_mtp(model) +
+                  workloads::describe_uneven_split(model, par);
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
   if (!o.trace.empty()) {
@@ -217,8 +231,11 @@ void register_train(CLI::App& app) {
   sub->add_option(
       "--pipeline-model-parallel-layout", opts->pipeline_layout,
       "Megatron-Core's custom layout: each virtual stage's layers, stages split by '|' (E embedding, t "
-      "transformer layer, L loss; x*n and (...)*n repeat), e.g. \"Et*3|(tt|)*29,t|L\"; sets the model "
-      "chunks per pipeline rank");
+      "transformer layer, m MTP layer, in the last stage, L loss; x*n and (...)*n repeat), e.g. "
+      "\"Et*2|(tt|)*29,t|mL\"; sets the model chunks per pipeline rank");
+  sub->add_option("--mtp-num-layers", opts->mtp_layers,
+                  "Multi-token prediction depths on the last stage (Megatron --mtp-num-layers; default: the "
+                  "model's mtp_num_layers, 1 for deepseek-v3)");
   sub->add_flag("--sequence-parallel", opts->sequence_parallel, "Megatron sequence parallelism over the TP group");
   sub->add_option("--compute-profile", opts->compute_profile, "Built-in compute profile or JSON file (default: by GPU)");
   sub->add_option("--channels", opts->channels, "Rings per collective (default auto: one per NIC)");

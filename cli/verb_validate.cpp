@@ -11,6 +11,7 @@
 #include "calibration/fit/validate_run.hpp"
 #include "calibration/fit/validation_plot.hpp"
 #include "cli/option_values.hpp"
+#include "cli/output_paths.hpp"
 #include "cli/validate_report.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
@@ -137,6 +138,11 @@ void run_validate(const ValidateOptions& o) {
     throw InputError(fmt::format("--algo/--proto/--min-channels/--max-channels: {}", e.what()));
   }
   merge_measured_keys(o.measured, spec);
+  // --plot writes a PNG, a .dat and a .gp: none of them may be the measured run or a file it reads.
+  std::vector<InputArg> inputs{{"--measured", spec.file}, {"--cluster", o.cluster, true}};
+  if (spec.cluster) inputs.push_back({"--measured ...@cluster=", *spec.cluster, true});
+  if (o.profile) inputs.push_back({"--profile", *o.profile, true});
+  refuse_overwriting_inputs("--plot", o.plot, plot_written_paths(o.plot), inputs);
   const fit::MeasuredRun run = fit::load_measured_run(spec, o.cluster);
   const int sm = sim::stack::sm_of_gpu_model(run.cluster.node.gpu_model);
   const sim::stack::Profile profile = o.profile

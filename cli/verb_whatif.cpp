@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "cli/output_paths.hpp"
 #include "cli/verbs.hpp"
 #include "common/error.hpp"
 #include "sim/scenario/isolated_run.hpp"
@@ -32,8 +33,18 @@ struct WhatifOptions {
   bool check = false;
 };
 
+// --output, --save-csv, --save-json and --plot must not replace the scenario file.
+void refuse_outputs_over_inputs(const WhatifOptions& o) {
+  const std::vector<InputArg> inputs{{"scenario", o.scenario, true}};
+  refuse_overwriting_inputs("--output", o.output, inputs);
+  refuse_overwriting_inputs("--save-csv", o.save_csv, inputs);
+  refuse_overwriting_inputs("--save-json", o.save_json, inputs);
+  refuse_overwriting_inputs("--plot", o.plot, plot_written_paths(o.plot), inputs);
+}
+
 void run(const WhatifOptions& o) {
   namespace sc = sim::scenario;
+  refuse_outputs_over_inputs(o);
   if (o.list) {
     for (const auto& name : sc::builtin_scenario_names()) {
       const sc::Scenario s = sc::load_scenario(name);

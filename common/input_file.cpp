@@ -32,6 +32,10 @@ std::string unreadable_reason(const std::string& path) {
   throw InputError(fmt::format("{}: cannot read the {}: {}", path, what, reason));
 }
 
+// No input read whole (a measured run, a cluster, a profile) comes near this; a device or a pipe
+// that never ends (/dev/zero, `yes |`) would otherwise grow memory until the process is killed.
+constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
+
 }  // namespace
 
 void check_input_file(const std::string& path, std::string_view what) {
@@ -52,6 +56,10 @@ std::string read_input_file(const std::string& path, std::string_view what) {
   std::string block(1 << 16, '\0');
   while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
     text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxInputFileBytes)
+      fail(path, what,
+           fmt::format("more than {0} MiB (a device or an endless pipe?); expected a file of at most {0} MiB",
+                       kMaxInputFileBytes >> 20));
     if (!in) break;
   }
   if (in.bad()) fail(path, what, "read error");

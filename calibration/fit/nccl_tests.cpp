@@ -446,6 +446,7 @@ class RunReader {
   void launcher_line(std::string_view body, int line);
   void table_line(std::string_view body, int line);
   void read_cell(std::size_t i, std::string_view tok, NcclTestsRow& row, int line);
+  void check_times(const NcclTestsRow& row, int line) const;
   void reset_table();
 
   NcclTestsResult& res_;
@@ -483,6 +484,18 @@ void RunReader::read_cell(std::size_t i, std::string_view tok, NcclTestsRow& row
       parse_timing_cell(kinds_[i], tok, *slot, origin_, line, res_.columns[i]);
     }
   }
+}
+
+// A row that moves data must have taken a plausible time in each half (0-byte rows move nothing:
+// take_rows leaves them out with a note).
+void RunReader::check_times(const NcclTestsRow& row, int line) const {
+  if (row.size_bytes == 0) return;
+  for (const auto& [timing, half] :
+       {std::pair{&row.out_of_place, "out-of-place"}, std::pair{&row.in_place, "in-place"}})
+    if (*timing && !plausible_time_us((*timing)->time_us))
+      fail(origin_, line,
+           fmt::format("column 'time' ({}): expected {}, got {:g}", half, plausible_time_text(),
+                       (*timing)->time_us));
 }
 
 void RunReader::begin_table(const std::vector<std::string_view>& header, int line) {
@@ -643,6 +656,7 @@ void RunReader::table_line(std::string_view body, int line) {
   NcclTestsRow row;
   row.line = line;
   for (std::size_t i = 0; i < want; ++i) read_cell(i, toks[i], row, line);
+  check_times(row, line);
   res_.rows.push_back(std::move(row));
   res_.table_last_line = line;
 }

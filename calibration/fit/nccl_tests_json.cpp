@@ -152,6 +152,12 @@ NcclTestsRow read_row(const json& r, const std::string& origin, const std::strin
   row.out_of_place = timing(r, "out_of_place", origin, at);
   row.in_place = timing(r, "in_place", origin, at);
   if (!row.out_of_place && !row.in_place) bad(origin, at, "an out_of_place or in_place timing");
+  // A row that moves data must have taken a plausible time (0-byte rows are left out later).
+  for (const auto& [timing, key] :
+       {std::pair{&row.out_of_place, "out_of_place"}, std::pair{&row.in_place, "in_place"}})
+    if (row.size_bytes > 0 && *timing && !detail::plausible_time_us((*timing)->time_us))
+      bad(origin, fmt::format("{}.{}.time", at, key),
+          fmt::format("{}, got {:g}", detail::plausible_time_text(), (*timing)->time_us));
   row.line = 0;
   return row;
 }

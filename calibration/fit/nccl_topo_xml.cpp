@@ -21,7 +21,12 @@ struct Ctx {
   std::string_view text;  // the XML as parsed (after the '#' header), for offset -> line
   int line_offset = 0;    // '#' lines removed before the XML
   NodeTopology* topo = nullptr;
+  int pci_depth = 0;  // <pci> elements open around the one being read
 };
+
+// <pci> elements nest one level per PCIe switch or bridge (a DGX has 3 or 4); walk_pci recurses
+// once per level, so a file nesting thousands of them would overflow the stack.
+constexpr int kMaxPciDepth = 64;
 
 int line_of(const Ctx& c, std::ptrdiff_t offset) {
   if (offset < 0) offset = 0;
@@ -154,6 +159,11 @@ void walk_children(Ctx& c, const pugi::xml_node& parent_node, int parent_pci, in
 
 void walk_pci(Ctx& c, const pugi::xml_node& n, int parent, int cpu) {
   if (c.topo->pcis.size() > 100000) bad(c, n, "more than 100000 PCI devices");
+  if (c.pci_depth >= kMaxPciDepth)
+    bad(c, n,
+        fmt::format("more than {} levels of nested <pci>; expected a PCIe tree of a few switch levels",
+                    kMaxPciDepth));
+  ++c.pci_depth;  // restored below; an error unwinds the whole parse, so no guard is needed
   TopoPci p;
   p.busid = n.attribute("busid").value();
   if (p.busid.empty()) bad(c, n, "attribute 'busid' missing");
@@ -170,6 +180,7 @@ void walk_pci(Ctx& c, const pugi::xml_node& n, int parent, int cpu) {
   int self = static_cast<int>(c.topo->pcis.size()) - 1;
   std::size_t gpus_before = c.topo->gpus.size(), nics_before = c.topo->nics.size();
   walk_children(c, n, self, cpu);
+  --c.pci_depth;
   // Files written for NCCL_TOPO_FILE often list GPUs and NICs only by PCI class.
   if (c.topo->gpus.size() == gpus_before && class_is(p.pci_class, "0x0302")) {
     refuse_other_vendor(c, n, self);

@@ -103,6 +103,11 @@ NcclTestsResult nccl_tests_result_from_osu(const OsuResult& osu, int ranks, Nccl
     row.size_bytes = match->per_peer_size ? r.size_bytes * static_cast<std::uint64_t>(ranks) : r.size_bytes;
     row.out_of_place.emplace();
     row.out_of_place->time_us = r.values[static_cast<std::size_t>(col)];
+    if (row.size_bytes > 0 && !plausible_time_us(row.out_of_place->time_us))  // 0 or absurd: a corrupt row
+      fail(file, r.line,
+           fmt::format("column '{}' (the time): expected {}, got {:g}",
+                       osu.column_names[static_cast<std::size_t>(col)], plausible_time_text(),
+                       row.out_of_place->time_us));
     res.rows.push_back(row);
   }
   res.notes.push_back(fmt::format(

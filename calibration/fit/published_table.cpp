@@ -150,6 +150,10 @@ void add_points(PublishedTableRun& out, const std::vector<Point>& points, int ra
       t.algbw_GBps = v / bf;
       t.time_us = static_cast<double>(bytes) / (*t.algbw_GBps * 1e3);
     }
+    if (bytes > 0 && !detail::plausible_time_us(t.time_us))  // a time, or a bandwidth, no call can have
+      fail(origin, p.line,
+           fmt::format("{}: '{}' gives a time per call of {:g} us; expected {}", p.value_field,
+                       printable(p.value_text), t.time_us, detail::plausible_time_text()));
     NcclTestsRow row;
     row.line = p.line;
     row.size_bytes = bytes;

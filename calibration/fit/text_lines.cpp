@@ -185,6 +185,15 @@ double need_double(std::string_view token, std::string_view origin, int line, st
   return v;
 }
 
+bool plausible_time_us(double us) {
+  return us >= kMinTimeUs && us <= kMaxTimeUs;
+}
+
+std::string plausible_time_text() {
+  return fmt::format("a time per call of {:g} us to {:g} us (the row has a size > 0)", kMinTimeUs,
+                     kMaxTimeUs);
+}
+
 double need_nonneg(std::string_view token, std::string_view origin, int line, std::string_view field) {
   double v = need_double(token, origin, line, field);
   if (v < 0) fail(origin, line, fmt::format("{}: expected a number >= 0, got '{}'", field, printable(token)));

@@ -44,4 +44,12 @@ double need_nonneg(std::string_view token, std::string_view origin, int line, st
 std::int64_t need_int(std::string_view token, std::string_view origin, int line, std::string_view field);
 std::uint64_t need_uint(std::string_view token, std::string_view origin, int line, std::string_view field);
 
+// A measured time per call of a row that moves data (size > 0): 1 ns to 1e12 us (11.6 days). A 0,
+// or a value no call can take (1e-300, 1e300), is a corrupt or mistyped row; taken as measured it
+// gives an error of 1e300 % (or, at 0, was dropped unseen). The parsers refuse it, naming the line.
+inline constexpr double kMinTimeUs = 1e-3, kMaxTimeUs = 1e12;
+bool plausible_time_us(double us);
+// What such a time must be, for the error message.
+std::string plausible_time_text();
+
 }  // namespace commstack::fit::detail

@@ -116,3 +116,18 @@ commstack_cli_error_test(NAME train.pipeline_layout_bad_character
 commstack_cli_test(NAME train.pipeline_layout_empty_stage_sp
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --sequence-parallel --pipeline-model-parallel-layout E|||t*24L
   MATCH "pipeline layout E[|][|][|]t[*]24L\n.*iteration time")
+# Multi-token prediction (Megatron --mtp-num-layers): the depths run on the last stage, named in
+# the run's label; deepseek-v3 has one. Megatron-Bridge's layout, with its MTP on a stage of its
+# own, is refused with the reason; a layout must hold the model's MTP layers.
+commstack_cli_test(NAME train.mtp_last_stage
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --pp 2 --ep 4 --etp 1 --sequence-parallel --zero 1 --global-batch 16 --seq 4096 --mtp-num-layers 1
+  MATCH "etp 1 mtp 1\n.*iteration time")
+commstack_cli_error_test(NAME train.mtp_layout_standalone
+  ARGS train --cluster dgx-h100 --nodes 64 --model deepseek-v3 --tp 2 --pp 16 --ep 32 --etp 1 --sequence-parallel --global-batch 512 --pipeline-model-parallel-layout "Et*3|(tt|)*29,m|L"
+  MATCH "--pipeline-model-parallel-layout: every 'm' [(]MTP layer[)] must be in the last stage, before its 'L'")
+commstack_cli_error_test(NAME train.mtp_layout_missing
+  ARGS train --cluster dgx-h100 --nodes 64 --model deepseek-v3 --tp 2 --pp 16 --ep 32 --etp 1 --sequence-parallel --global-batch 512 --pipeline-model-parallel-layout "Et*2|(tt|)*29,t|L"
+  MATCH "[$].pipeline_model_parallel_layout: holds 0 MTP layers 'm' but deepseek-v3 has mtp_num_layers 1")
+commstack_cli_error_test(NAME train.mtp_num_layers_negative
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --mtp-num-layers -1
+  MATCH "--mtp-num-layers")

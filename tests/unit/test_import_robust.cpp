@@ -252,3 +252,67 @@ TEST_CASE("import robustness: a Chakra node with a field it cannot read names th
           std::string::npos);
   }
 }
+
+// QA: one NCCL INFO line of tens of thousands of characters overflowed the stack inside std::regex
+// (it recurses once per character a \S+ takes). Such lines are skipped before any regex runs, and
+// said: alone they leave no COLL line, in a usable log they are a warning.
+TEST_CASE("import robustness: an NCCL log line longer than 4096 characters is skipped, not a crash") {
+  const auto d = temp_dir("nccl-long-line");
+  const std::string coll =
+      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root 0 "
+      "comm 0x3 [nranks=1] stream 0x4\n";
+  const std::string longest = "h:1:1 [0] NCCL INFO " + std::string(4096 - 20, 'x') + "\n";
+  const std::string too_long = "h:1:1 [0] NCCL INFO " + std::string(100000, 'x') + "\n";
+  write(d + "/only.log", too_long);
+  const std::string skipped =
+      "only.log: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
+      "record "
+      "the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL (1 NCCL INFO line(s) longer than 4096 characters "
+      "(not NCCL's output: a corrupt or mixed log) were skipped: " +
+      d + "/only.log:1)";
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/only.log"), doctest::Contains(skipped.c_str()),
+                       InputError);
+  write(d + "/mixed.log", coll + too_long + longest + coll);
+  const auto t = importers::load_trace(d + "/mixed.log");
+  CHECK(has_warning(t, "1 NCCL INFO line(s) longer than 4096 characters"));
+  CHECK(has_warning(t, "mixed.log:2"));
+  CHECK_FALSE(has_warning(t, "mixed.log:3"));  // 4096 characters: still read
+}
+
+// QA: a Kineto event whose args nest 100,000 arrays deep crashed the replay (the value is copied
+// recursively). docs/cli.md: every JSON input refuses nesting deeper than 256 levels; the error
+// names the file and the element. 253 levels of args (256 with the document's own) are read.
+TEST_CASE("import robustness: a trace nested deeper than 256 levels is refused, naming the element") {
+  const auto d = temp_dir("deep-json");
+  const auto nested = [](int depth) {
+    return ", \"args\": {\"x\": " + std::string(static_cast<std::size_t>(depth), '[') +
+           std::string(static_cast<std::size_t>(depth), ']') + "}";
+  };
+  const auto kineto = [&](int depth) {
+    return R"({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 500},
+  {"ph": "X", "cat": "cpu_op", "name": "deep", "pid": 1, "tid": 1, "ts": 1010, "dur": 5)" +
+           nested(depth) + "}]}";
+  };
+  write(d + "/ok.json", kineto(253));
+  CHECK_NOTHROW(importers::load_trace(d + "/ok.json"));
+  for (int depth : {254, 300, 100000}) {
+    CAPTURE(depth);
+    write(d + "/deep.json", kineto(depth));
+    const std::string error =
+        d +
+        "/deep.json: JSON nested more than 256 levels deep in \"traceEvents\"[1]; expected "
+        "a trace of a few levels";
+    CHECK_THROWS_WITH_AS(importers::load_trace(d + "/deep.json"), error.c_str(), InputError);
+  }
+  // Chakra: in a node, and in a top-level member outside the streamed array.
+  write(d + "/chakra.0.json",
+        R"({"ngpus": 1, "workload_graph": [{"Id": 1, "NodeType": 4, "runtime": 5)" + nested(100000) + "}]}");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/chakra.0.json"),
+                       doctest::Contains("JSON nested more than 256 levels deep in \"workload_graph\"[0]"),
+                       InputError);
+  write(d + "/chakra.0.json", R"({"meta": )" + std::string(1000, '[') + std::string(1000, ']') +
+                                  R"(, "ngpus": 1, "workload_graph": []})");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/chakra.0.json"),
+                       doctest::Contains("JSON nested more than 256 levels deep in \"meta\""), InputError);
+}

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "calibration/fit/measured_run.hpp"
 #include "calibration/fit/osu.hpp"
 #include "calibration/fit/osu_run.hpp"
@@ -46,6 +48,17 @@ TEST_CASE("osu: NCCL collectives become nccl-tests runs, sizes in nccl-tests' co
             NcclTestsOp::unknown)
             .rows[0]
             .size_bytes == 4096);  // the whole send buffer, as nccl-tests prints it
+  // QA: a size > 0 timed at 0, or at a time no call can take, is refused naming the line.
+  for (const char* time : {"0.00", "1e-300", "1e300"}) {
+    CAPTURE(time);
+    const OsuResult bad = parse_osu(
+        osu("OSU NCCL-CUDA Allreduce Latency Test v7.5", fmt::format("0  0.00\n1024  {}\n", time)), "b.txt");
+    CHECK_THROWS_WITH_AS(
+        nccl_tests_result_from_osu(bad, 8, NcclTestsOp::unknown),
+        doctest::Contains("b.txt:6: column 'Avg Latency(us)' (the time): expected a time per call "
+                          "of 0.001 us to 1e+12 us"),
+        InputError);
+  }
   CHECK_THROWS_WITH_AS(nccl_tests_result_from_osu(ar, 8, NcclTestsOp::all_gather),
                        doctest::Contains("op all_gather contradicts the log"), InputError);
 }

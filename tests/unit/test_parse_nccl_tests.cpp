@@ -234,6 +234,37 @@ TEST_CASE("parse: nccl-tests bad input is an InputError naming file and line") {
   CHECK_THROWS_AS(parse_nccl_tests_file("/nonexistent/file.txt"), commstack::InputError);
 }
 
+// QA: a row of size > 0 timed at 0 was dropped unseen, and one at 1e-300 or 1e300 us was taken
+// as measured (an error of 1e304 %). Either is refused, naming the line and the time column; a
+// 0-byte row (nothing to move) keeps whatever time it prints.
+TEST_CASE("parse: nccl-tests time of 0 or not physical in a row of size > 0 names the line and column") {
+  const std::string s(kSmall);
+  for (const char* t : {" 0.00", "0.000", "1e-300", " 1e300", "2e12 "}) {
+    CAPTURE(t);
+    std::string bad = s;
+    bad.replace(bad.find("28.67"), 5, t);
+    CHECK_THROWS_WITH_AS(
+        parse_nccl_tests(bad, "t.txt"),
+        doctest::Contains(
+            "t.txt:11: column 'time' (in-place): expected a time per call of 0.001 us to 1e+12 us"),
+        commstack::InputError);
+  }
+  std::string bad = s;
+  bad.replace(bad.find("28.45"), 5, " 0.00");
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests(bad, "t.txt"),
+      doctest::Contains("t.txt:12: column 'time' (out-of-place): expected a time per call of "
+                        "0.001 us to 1e+12 us (the row has a size > 0), got 0"),
+      commstack::InputError);
+  std::string zero_bytes = s;
+  zero_bytes.replace(zero_bytes.find("           8             2"), 26, "           0             0");
+  zero_bytes.replace(zero_bytes.find("29.72"), 5, " 0.00");
+  const NcclTestsResult r = parse_nccl_tests(zero_bytes, "z.txt", NcclTestsOp::all_reduce);
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[0].size_bytes == 0);
+  CHECK(r.rows[0].out_of_place->time_us == 0);
+}
+
 namespace {
 // kSmall with each line prefixed the way a launcher or log collector captures it: line n gets
 // prefixes[n % prefixes.size()].

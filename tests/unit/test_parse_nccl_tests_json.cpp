@@ -99,6 +99,15 @@ TEST_CASE("parse: malformed nccl-tests JSON names the field and what was expecte
       {"\"time\":20.0", "\"time\":\"nan\"", "x.json: results[0].out_of_place.time: expected a finite number"},
       {"\"size\":1048576", "\"size\":-1048576", "results[0].size: expected bytes >= 0"},
       {"\"out_of_place\"", "\"other\"", "results[0]: expected an out_of_place or in_place timing"},
+      // QA: 0 was dropped unseen, 1e-300 and 1e300 taken as measured (errors of 1e304 %).
+      {"\"time\":20.0", "\"time\":0",
+       "results[0].out_of_place.time: expected a time per call of 0.001 us to 1e+12 us (the row has a size > "
+       "0), "
+       "got 0"},
+      {"\"time\":20.0", "\"time\":1e-300",
+       "results[0].out_of_place.time: expected a time per call of 0.001 us"},
+      {"\"time\":20.0", "\"time\":1e300",
+       "results[0].out_of_place.time: expected a time per call of 0.001 us"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.to);

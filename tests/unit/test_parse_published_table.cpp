@@ -238,6 +238,10 @@ TEST_CASE("published table: malformed input gives one error naming file, line an
   CHECK_THROWS_WITH_AS(parse_published_table("message_size_label,s_busbw_GBps\n1K,0.00\n", "m.csv", ar),
                        doctest::Contains("m.csv:2: s_busbw_GBps: expected a bus bandwidth > 0, got '0.00'"),
                        InputError);
+  // A bus bandwidth no link carries gives a time per call no call takes (QA: 1e300 GB/s).
+  CHECK_THROWS_WITH_AS(parse_published_table("message_size_label,s_busbw_GBps\n1K,1e300\n", "m.csv", ar),
+                       doctest::Contains("m.csv:2: s_busbw_GBps: '1e300' gives a time per call of"),
+                       InputError);
   CHECK_THROWS_WITH_AS(parse_published_table("message_size_label,s_busbw_GBps\nlots,12.5\n", "m.csv", ar),
                        doctest::Contains("m.csv:2: message_size_label: expected a size like 65K"),
                        InputError);

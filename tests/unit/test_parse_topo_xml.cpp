@@ -170,3 +170,26 @@ TEST_CASE("parse: topo XML that is not an NVIDIA node, cut short, or a bus-ID sk
                           "skeleton.xml"),
       doctest::Contains("its <pci> elements carry no 'class' attribute"), commstack::InputError);
 }
+
+// QA: 20,000 nested <pci> overflowed the stack (the reader recurses once per level). A PCIe tree is
+// a few switch levels deep; more than 64 is refused, naming the line of the first one too deep.
+TEST_CASE("parse: topo XML <pci> nested more than 64 levels deep is refused, 64 are read") {
+  const auto nested = [](int depth) {
+    std::string xml = "<system version=\"1\">\n<cpu numaid=\"0\">\n";
+    for (int i = 0; i < depth; ++i) xml += "<pci busid=\"0000:" + std::to_string(i) + ":00.0\">\n";
+    xml += "<gpu dev=\"0\" sm=\"90\"/>\n";
+    for (int i = 0; i < depth; ++i) xml += "</pci>\n";
+    return xml + "</cpu>\n</system>\n";
+  };
+  const NodeTopology t = parse_nccl_topo_xml(nested(64), "ok.xml");
+  CHECK(t.pcis.size() == 64);
+  CHECK(t.gpus.size() == 1);
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_topo_xml(nested(65), "deep.xml"),
+      "deep.xml:67: <pci>: more than 64 levels of nested <pci>; expected a PCIe tree of a few "
+      "switch levels",
+      commstack::InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_topo_xml(nested(20000), "deep.xml"),
+                       doctest::Contains("deep.xml:67: <pci>: more than 64 levels of nested <pci>"),
+                       commstack::InputError);
+}

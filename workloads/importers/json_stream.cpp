@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/json_input.hpp"
 
 namespace commstack::workloads::importers {
 namespace {
@@ -79,6 +80,7 @@ public:
   bool binary(binary_t& v) override { return value(json::binary(std::move(v))); }
 
   bool start_object(std::size_t /*n*/) override {
+    if (too_deep()) return false;
     if (depth_ == 0) {
       ++depth_;
       top_is_object_ = true;
@@ -89,6 +91,7 @@ public:
   }
   bool end_object() override { return close(); }
   bool start_array(std::size_t /*n*/) override {
+    if (too_deep()) return false;
     if (depth_ == 0) {
       error_ = "the top level is an array; expected an object with a \"" + array_key_ + "\" array";
       return false;
@@ -114,11 +117,24 @@ public:
   }
 
   std::int64_t elements() const { return elements_; }
+  bool nested_too_deep() const { return too_deep_; }
+  // The top-level member being read when the parse stopped ("" before the first key).
+  const std::string& member() const { return key_; }
+  bool in_streamed_array() const { return streaming_; }
   std::size_t position() const { return position_; }
   const std::string& error() const { return error_; }
   bool saw_object() const { return top_is_object_; }
 
 private:
+  // Every JSON input refuses nesting deeper than kMaxJsonDepth (docs/cli.md), as
+  // parse_input_json does: the values built here are copied and destroyed recursively later,
+  // once per level, so a few hundred KB of '[' would overflow the stack. Called before a
+  // container opens, with depth_ the number of containers already open.
+  bool too_deep() {
+    if (depth_ <= kMaxJsonDepth) return false;
+    too_deep_ = true;
+    return true;
+  }
   bool value(json&& v) {
     if (depth_ == 0) {
       error_ = "the top level is not an object";
@@ -177,6 +193,7 @@ private:
   int depth_ = 0;
   bool streaming_ = false;
   bool top_is_object_ = false;
+  bool too_deep_ = false;
   std::int64_t elements_ = 0;
   std::size_t position_ = 0;
   std::string error_;
@@ -203,6 +220,13 @@ std::int64_t stream_json_file(const std::string& path, const std::string& array_
   } catch (const InputError& e) {
     // A callback rejected an element: say which one.
     throw InputError(fmt::format("{}: \"{}\"[{}]: {}", path, array_key, h.elements(), e.what()));
+  }
+  if (h.nested_too_deep()) {
+    throw InputError(
+        fmt::format("{}: JSON nested more than {} levels deep in {}; expected a trace of a few levels", path,
+                    kMaxJsonDepth,
+                    h.in_streamed_array() ? fmt::format("\"{}\"[{}]", array_key, h.elements())
+                                          : fmt::format("\"{}\"", h.member())));
   }
   if (!buf.error().empty()) {
     throw InputError(fmt::format("{}: the compressed file is corrupt or truncated after {} bytes ({}), in \"{}\" element {}",

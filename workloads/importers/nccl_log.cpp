@@ -52,6 +52,12 @@ struct LogLines {
   std::map<std::pair<std::string, std::string>, CommInit> inits;
 };
 
+// The longest line the COLL and init patterns are tried on. NCCL's own lines are a few hundred
+// characters; std::regex matches recursively, one stack frame per character a \S+ or \w+ takes,
+// so one line of tens of thousands of characters (binary junk, a line of another tool) overflows
+// the stack. Longer lines are skipped before any regex runs, and counted for a warning.
+constexpr std::size_t kMaxLogLine = 4096;
+
 LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t) {
   static const std::regex coll(
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount (\w+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) op \d+ root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
@@ -61,8 +67,8 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) n[rR]anks (\d+))");
   static const std::regex mnnvl(R"( MNNVL (\d+))");
   LogLines out;
-  long long unparsed = 0;
-  std::vector<std::string> unparsed_at;  // the first few, for the warning
+  long long unparsed = 0, too_long = 0;
+  std::vector<std::string> unparsed_at, too_long_at;  // the first few, for the warnings
   for (const auto& path : files) {
     check_input_file(path, "NCCL log");
     std::ifstream in(path);
@@ -72,6 +78,10 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
     while (std::getline(in, text)) {
       ++no;
       if (text.find("NCCL INFO") == std::string::npos) continue;
+      if (text.size() > kMaxLogLine) {
+        if (++too_long <= 3) too_long_at.push_back(fmt::format("{}:{}", path, no));
+        continue;
+      }
       std::smatch m;
       if (std::regex_search(text, m, coll)) {
         Line l;
@@ -122,11 +132,19 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
       }
     }
   }
+  const std::string long_lines =
+      too_long == 0 ? ""
+                    : fmt::format(
+                          "{} NCCL INFO line(s) longer than {} characters (not NCCL's output: a "
+                          "corrupt or mixed log) were skipped: {}{}",
+                          too_long, kMaxLogLine, fmt::join(too_long_at, ", "), too_long > 3 ? ", ..." : "");
   if (out.lines.empty()) {
-    throw InputError(fmt::format("{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
-                                 "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL",
-                                 files.front()));
+    throw InputError(fmt::format(
+        "{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
+        "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL{}",
+        files.front(), long_lines.empty() ? "" : " (" + long_lines + ")"));
   }
+  if (!long_lines.empty()) t.warnings.push_back(long_lines);
   if (unparsed > 0)
     t.warnings.push_back(
         fmt::format("{} line(s) mentioning opCount are not COLL lines this reader can read (a "

@@ -114,7 +114,9 @@ int Otf2Import::locate_ranks() {
     if (rank_of_group.count(l.group) != 0) continue;
     std::smatch m;
     int rank = next;
-    if (std::regex_match(l.group_name, m, numbered)) {
+    // std::regex recurses once per digit matched: a name of thousands of digits from a corrupt
+    // archive would overflow the stack, and no "MPI Rank N" is longer than a few dozen characters.
+    if (l.group_name.size() <= 64 && std::regex_match(l.group_name, m, numbered)) {
       // A rank number from the file: bounded like NCCL's nranks, so that a corrupt name neither
       // overflows nor sizes the world at billions of ranks.
       rank = m[1].length() > 8 ? static_cast<int>(kMaxGpus) : std::stoi(m[1].str());
