@@ -30,7 +30,8 @@ using ojson = nlohmann::ordered_json;
 
 struct SweepOptions {
   std::string file, output;
-  int jobs = 0;
+  int jobs = 0;            // 0: not given (its usable CPUs)
+  bool jobs_given = false;  // -j/--jobs on the command line (then 0 is an error, not the default)
   bool progress = false, quiet = false, restart = false, dry_run = false;
 };
 
@@ -58,9 +59,17 @@ void print_summary(const sw::SweepSpec& spec, const SweepOptions& o, const sw::S
     fmt::print("{:>5}", row["index"].get<std::size_t>());
     for (const auto& a : axes) fmt::print("  {:>12}", cell(row["point"][a]));
     fmt::print("  {:>8}", row["status"].get<std::string>());
-    if (row.contains("result") && row["result"].contains("iteration_s") && row["result"].contains("mfu")) {
-      fmt::print("  {:>12.4f}  {:>7.1f}%\n", row["result"]["iteration_s"].get<double>(),
-                 100.0 * row["result"]["mfu"].get<double>());
+    // A training result has both; a replay result (a base with "replay") has no MFU.
+    const auto number = [&](const char* key) -> const ojson* {
+      if (!row.contains("result") || !row["result"].contains(key) || !row["result"][key].is_number()) return nullptr;
+      return &row["result"][key];
+    };
+    const ojson* iteration = number("iteration_s");
+    const ojson* mfu = number("mfu");
+    if (iteration != nullptr) {
+      fmt::print("  {:>12.4f}", iteration->get<double>());
+      if (mfu != nullptr) fmt::print("  {:>7.1f}%\n", 100.0 * mfu->get<double>());
+      else fmt::print("  {:>8}\n", "-");
     } else {
       std::string error = row.value("error", "");
       if (error.size() > 100) error = error.substr(0, 97) + "...";
@@ -85,8 +94,8 @@ void run(SweepOptions o) {
       return;
     }
     if (o.output.empty()) o.output = std::filesystem::path(o.file).stem().string() + "-results";
-    if (o.jobs == 0) o.jobs = sw::usable_cpus();
-    if (o.jobs < 0 || o.jobs > 4096) throw InputError(fmt::format("--jobs: expected 1 to 4096, got {}", o.jobs));
+    if (!o.jobs_given && o.jobs == 0) o.jobs = sw::usable_cpus();
+    if (o.jobs < 1 || o.jobs > 4096) throw InputError(fmt::format("--jobs: expected 1 to 4096, got {}", o.jobs));
     sw::SweepOptions run_options;
     run_options.output = o.output;
     run_options.jobs = o.jobs;
@@ -119,7 +128,8 @@ void register_sweep(CLI::App& app) {
   sub->add_option("sweep", opts->file, "Sweep file: a base job and a grid of field values")->required();
   sub->add_option("-o,--output", opts->output,
                   "Results directory (default: <sweep file name>-results); rerun to resume, finished points are kept");
-  sub->add_option("-j,--jobs", opts->jobs, "Points simulated at once per process/rank (default: its usable CPUs)");
+  CLI::Option* jobs =
+      sub->add_option("-j,--jobs", opts->jobs, "Points simulated at once per process/rank (default: its usable CPUs)");
   sub->add_flag("--progress", opts->progress, "Show the progress bar on stderr even when it is not a terminal");
   sub->add_flag("-q,--quiet", opts->quiet, "No progress bar");
   sub->add_flag("--restart", opts->restart, "Discard the results already in the output directory");
@@ -130,7 +140,10 @@ void register_sweep(CLI::App& app) {
                                 "writes the merged results (docs/sweep.md)."
                               : "This build has no MPI: sweeps run on one machine only (install libopenmpi-dev and "
                                 "rebuild for mpirun/srun)."));
-  on_selected(sub, [opts] { run(*opts); });
+  on_selected(sub, [opts, jobs] {
+    opts->jobs_given = jobs->count() > 0;
+    run(*opts);
+  });
 }
 
 }  // namespace commstack::cli

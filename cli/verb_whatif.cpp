@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -27,7 +28,7 @@ struct WhatifOptions {
   std::string plot;
   std::string output;
   std::string save_csv, save_json;
-  int jobs = 0;
+  std::optional<int> jobs;  // not given: the CPUs available, at most one per run
   bool list = false;
   bool progress = false;
   bool check = false;
@@ -55,8 +56,8 @@ void run(const WhatifOptions& o) {
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
   }
-  if (o.jobs < 0)
-    throw InputError(fmt::format("--jobs: expected a number of processes >= 1, got {}", o.jobs));
+  if (o.jobs && (*o.jobs < 1 || *o.jobs > 4096))
+    throw InputError(fmt::format("--jobs: expected 1 to 4096, got {}", *o.jobs));
   const sc::Scenario scenario =
       sc::load_scenario(o.scenario.empty() ? sc::default_scenario_name() : o.scenario);
   if (o.check) {
@@ -67,7 +68,7 @@ void run(const WhatifOptions& o) {
     return;
   }
   const int jobs =
-      o.jobs > 0 ? o.jobs : std::min<int>(sc::available_cpus(), static_cast<int>(scenario.runs.size()));
+      o.jobs ? *o.jobs : std::min<int>(sc::available_cpus(), static_cast<int>(scenario.runs.size()));
   const bool show_progress = o.progress || ::isatty(STDERR_FILENO) != 0;
   const auto result = sc::run_whatif(scenario, jobs, [&](std::size_t done, std::size_t total) {
     if (show_progress)

@@ -110,7 +110,8 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["tp"] = p.tp;
   defaults["sequence_parallel"] = p.sequence_parallel;
   defaults["pp"] = p.pp;
-  defaults["schedule"] = workloads::to_string(p.schedule);
+  // null: not set, 1F1B or what a pipeline layout implies (a variant's layout then sets it).
+  defaults["schedule"] = nullptr;
   defaults["virtual_stages"] = p.virtual_stages;
   // Uneven stage sizes: null is "not set" (Megatron's None), which a variant may change or restore.
   defaults["num_layers_in_first_pipeline_stage"] = nullptr;
@@ -220,10 +221,11 @@ workloads::ComputeProfile pick_compute_profile(const json& v, const topologies::
 }
 
 // Fields whose null means "not set" (the parallel object's uneven stage sizes, pipeline layout,
-// bucket size and expert TP, parse_parallel).
+// schedule, bucket size and expert TP, parse_parallel).
 bool nullable(const std::string& key) {
   return key == "num_layers_in_first_pipeline_stage" || key == "num_layers_in_last_pipeline_stage" ||
-         key == "bucket_params" || key == "etp" || key == "pipeline_model_parallel_layout";
+         key == "bucket_params" || key == "etp" || key == "pipeline_model_parallel_layout" ||
+         key == "schedule";
 }
 
 // Recursive patch of `base` by `patch` at `at` (the patch's place); every key must exist in base.

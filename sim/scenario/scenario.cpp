@@ -21,6 +21,22 @@ using nlohmann::json;
   throw InputError(fmt::format("{}: {}", at.str(), message));
 }
 
+// A control character's name for messages ("tab", "U+001F").
+std::string control_name(unsigned char c) {
+  switch (c) {
+    case '\0': return "NUL";
+    case '\t': return "a tab";
+    case '\n': return "a newline";
+    case '\r': return "a carriage return";
+    case 0x1b: return "ESC";
+    case 0x7f: return "DEL";
+    default: return fmt::format("U+{:04X}", c);
+  }
+}
+
+// The names and descriptions of a scenario and its variants (every string read here). They are
+// printed in text tables, CSV rows, the tab-separated .dat and the gnuplot labels of --plot, which
+// a control character would break: refused, with where it is.
 std::string string_field(const json& obj, const std::string& key, const JsonPlace& at, bool required) {
   if (!obj.contains(key)) {
     if (required) fail(at, fmt::format("missing required field '{}'", key));
@@ -28,7 +44,17 @@ std::string string_field(const json& obj, const std::string& key, const JsonPlac
   }
   const json& v = obj[key];
   if (!v.is_string()) fail(at.at(key), fmt::format("expected a string, got {}", v.dump()));
-  return v.get<std::string>();
+  const std::string text = v.get<std::string>();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      fail(at.at(key),
+           fmt::format("{} at byte {}; expected text without control characters (it is printed in "
+                       "tables, CSV rows and plot labels)",
+                       control_name(c), i));
+    }
+  }
+  return text;
 }
 
 void reject_unknown(const json& obj, const std::vector<std::string>& known, const JsonPlace& at) {

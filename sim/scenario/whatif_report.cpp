@@ -206,7 +206,11 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     out << "\n";
     for (std::size_t i = 0; i < w.rows.size(); ++i) {
       const auto& r = w.rows[i];
-      out << fmt::format("{}\t{}\t{:.6f}\t{:.6f}", i, r.name, r.speedup, r.iteration_s);
+      // gnuplot reads a double quote in a data column as the start of a quoted string, with no
+      // escape, and loses the row: the column gets ' instead (the plot labels are exact, from the .gp).
+      std::string name = r.name;
+      std::replace(name.begin(), name.end(), '"', '\'');
+      out << fmt::format("{}\t{}\t{:.6f}\t{:.6f}", i, name, r.speedup, r.iteration_s);
       for (double v : r.breakdown_s) out << fmt::format("\t{:.6f}", v);
       out << "\n";
     }
@@ -218,15 +222,21 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     const std::string d = gnuplot_quote(dat.filename().string());
     out << "# Written by commstack whatif; run `gnuplot " << gp.filename().string()
         << "` in this folder to redraw.\n";
-    out << "set terminal pngcairo size 1200,1000 font ',10'\n";
+    // noenhanced: names are shown as written (no _ subscripts, ^ superscripts, {} groups).
+    out << "set terminal pngcairo noenhanced size 1200,1000 font ',10'\n";
     out << "set output " << gnuplot_quote(png.filename().string()) << "\n";
     out << "set datafile separator '\\t'\n";
+    // The x labels, one per run in .dat order (gnuplot 5.2 arrays), in single-quoted strings that
+    // hold any name exactly; the .dat's variant column cannot hold a double quote.
+    out << "array variant[" << w.rows.size() << "] = [";
+    for (std::size_t i = 0; i < w.rows.size(); ++i) out << (i > 0 ? ", " : "") << gnuplot_quote(w.rows[i].name);
+    out << "]\n";
     out << "set multiplot layout 2,1 title "
         << gnuplot_quote(fmt::format("what-if {}: {}", w.scenario, w.description)) << " font ',11'\n";
     out << "set style data histograms\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n";
     out << "set xtics rotate by -15 scale 0\nset grid ytics\nset key outside right top\n";
     out << "set ylabel 'speedup over the baseline (x)'\nset yrange [0:*]\nset offsets 0,0,0.15,0\n";
-    out << "plot " << d << " using 3:xtic(2) title 'speedup' lc rgb '#4472c4', \\\n     " << d
+    out << "plot " << d << " using 3:xtic(variant[int($1) + 1]) title 'speedup' lc rgb '#4472c4', \\\n     " << d
         << " using 1:3:(sprintf('%.3f', $3)) with labels offset 0,0.8 notitle\n";
     out << "set style histogram rowstacked\nset ylabel 'iteration time, s (critical rank)'\nset offsets "
            "0,0,0,0\n";
@@ -235,8 +245,8 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     out << "plot ";
     for (std::size_t k = 0; k < w.parts.size(); ++k) {
       if (k > 0) out << ", \\\n     ";
-      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(2)" : "") << " title " << gnuplot_quote(w.parts[k])
-          << " lc rgb '" << colors[k] << "'";
+      out << d << " using " << (5 + k) << (k == 0 ? ":xtic(variant[int($1) + 1])" : "") << " title "
+          << gnuplot_quote(w.parts[k]) << " lc rgb '" << colors[k] << "'";
     }
     out << "\nunset multiplot\n";
     if (!out) throw InputError(fmt::format("--plot: writing '{}' failed", gp.string()));

@@ -1,6 +1,7 @@
 #include "sim/sweep/spec.hpp"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -68,10 +69,27 @@ Axis read_axis(const std::string& path, const ojson& values, const json& base, c
   return axis;
 }
 
-void check_unique_path(std::set<std::string>& paths, const Axis& axis, const std::string& where) {
-  if (!paths.insert(axis.pointer.to_string()).second) {
-    throw InputError(fmt::format("{}: the field {} is already swept by another axis", where, axis.pointer.to_string()));
+// The axes read so far: field pointer -> the JSON path of its axis in the sweep file ("/grid/comm").
+using SweptFields = std::map<std::string, std::string>;
+
+// An axis must not set a field that another axis sets: neither the same field nor, since an axis
+// replaces everything below its field, a field inside the other's or one that contains it.
+void check_unique_path(SweptFields& paths, const Axis& axis, const std::string& where, const std::string& axis_at) {
+  const std::string field = axis.pointer.to_string();
+  if (paths.contains(field)) {
+    throw InputError(fmt::format("{}: the field {} is already swept by another axis", where, field));
   }
+  // Pointer tokens have '/' escaped, so "/a" is an ancestor of "/a/b" exactly when "/a/" starts it.
+  for (const auto& [other, other_at] : paths) {
+    const bool inside = field.starts_with(other + "/");
+    if (inside || other.starts_with(field + "/")) {
+      throw InputError(fmt::format("{}: the field {} {} {}, which the axis {} already sweeps (the same field in two "
+                                   "axes: an axis replaces the whole value of its field); sweep either the section or "
+                                   "its fields",
+                                   where, field, inside ? "is inside" : "contains", other, other_at));
+    }
+  }
+  paths.emplace(field, axis_at);
 }
 
 // Without a resolver: an inline object, or a JSON file relative to the sweep file.
@@ -142,15 +160,16 @@ SweepSpec parse_sweep(const ojson& doc, const std::string& origin, const std::fi
                                  spec.base.type_name()));
   }
 
-  std::set<std::string> paths;
+  SweptFields paths;
   if (doc.contains("grid")) {
     const auto& grid = doc["grid"];
     if (!grid.is_object()) throw InputError(fmt::format("{}: /grid: expected an object of field: [values]", origin));
     for (const auto& [path, values] : grid.items()) {
-      const std::string where = fmt::format("{}: /grid/{}", origin, escape_token(path));
+      const std::string axis_at = "/grid/" + escape_token(path);
+      const std::string where = fmt::format("{}: {}", origin, axis_at);
       AxisGroup group;
       group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin, true));
-      check_unique_path(paths, group.axes.back(), where);
+      check_unique_path(paths, group.axes.back(), where, axis_at);
       spec.groups.push_back(std::move(group));
     }
   }
@@ -167,9 +186,10 @@ SweepSpec parse_sweep(const ojson& doc, const std::string& origin, const std::fi
       }
       AxisGroup group;
       for (const auto& [path, values] : zip[g].items()) {
-        const std::string where = fmt::format("{}: /zip/{}/{}", origin, g, escape_token(path));
+        const std::string axis_at = fmt::format("/zip/{}/{}", g, escape_token(path));
+        const std::string where = fmt::format("{}: {}", origin, axis_at);
         group.axes.push_back(read_axis(path, values, spec.base, where, spec.base_origin, false));
-        check_unique_path(paths, group.axes.back(), where);
+        check_unique_path(paths, group.axes.back(), where, axis_at);
         if (group.axes.back().values.size() != group.axes.front().values.size()) {
           throw InputError(fmt::format("{}: has {} values but '{}' in the same zip group has {}; the axes of a zip "
                                        "group vary together and need equal lengths",

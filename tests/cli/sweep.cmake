@@ -16,6 +16,18 @@ commstack_cli_error_test(NAME sweep.missing_file
 commstack_cli_error_test(NAME sweep.bad_jobs
   ARGS sweep ${sweep_small} --jobs -3 -o ${CMAKE_CURRENT_BINARY_DIR}/sweep-bad-jobs
   MATCH "--jobs: expected 1 to 4096, got -3")
+# 0 is not "the default" when written: it is refused like any other count below 1.
+commstack_cli_error_test(NAME sweep.zero_jobs
+  ARGS sweep ${sweep_small} -j 0 -o ${CMAKE_CURRENT_BINARY_DIR}/sweep-zero-jobs
+  MATCH "--jobs: expected 1 to 4096, got 0")
+# An axis over a section and one over a field inside it set the same field: refused in either order.
+commstack_cli_error_test(NAME sweep.section_and_its_field
+  ARGS sweep ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep/overlap.json --dry-run
+  MATCH "overlap.json: /grid/comm.channels: the field /comm/channels is inside /comm, which the axis /grid/comm already sweeps")
+# A replay base: the table shows the replayed iteration time (a replay has no MFU: "-").
+commstack_cli_test(NAME sweep.replay_table
+  ARGS sweep ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep/replay.json -o ${CMAKE_CURRENT_BINARY_DIR}/sweep-replay -q --restart -j 1
+  MATCH "point +replay.scale_dp +status +iteration_s +MFU\n +0 +8 +ok +0\\.[0-9]+ +-\n")
 
 foreach(mode resume base)
   add_test(NAME cli.sweep.${mode}

@@ -52,6 +52,28 @@ whatif_error_test(nccl_algo bad-nccl-algo.json "[$][.]variants[[]0[]][.]override
 whatif_error_test(duplicate_name bad-duplicate-name.json "[$][.]variants[[]1[]][.]name: 'same' is already used")
 whatif_error_test(malformed bad-malformed.json "bad-malformed.json: not valid JSON")
 whatif_error_test(no_such_file does-not-exist.json "does-not-exist.json.*neither a built-in scenario")
+# Names and descriptions go into tables, CSV rows, the tab-separated .dat and plot labels: no control characters.
+whatif_error_test(name_control_char bad-name-control.json
+  "bad-name-control.json: [$][.]variants[[]0[]][.]name: a tab at byte 3; expected text without control characters")
+# A schedule written next to a layout must be the one the layout gives (2 chunks per rank: interleaved).
+whatif_error_test(layout_vs_1f1b bad-layout-1f1b.json
+  "bad-layout-1f1b.json: [$][.]baseline[.]parallel .*[$][.]schedule: .1f1b., but pipeline_model_parallel_layout's 8 stages over pp = 4 give 2 model chunks per pipeline rank, which need .schedule.: .interleaved.")
+whatif_error_test(variant_layout_vs_1f1b bad-layout-1f1b-variant.json
+  "[$][.]variants[[]0[]] [(]'2 chunks, 1f1b', baseline [+] overrides[)][.]parallel .*[$][.]schedule: .1f1b., but pipeline_model_parallel_layout's 8 stages")
+# Without a written schedule the layout sets it, in a variant too (the normalized baseline's schedule is null).
+commstack_cli_test(NAME whatif.layout_sets_schedule
+  ARGS whatif ${whatif_dir}/layout-sets-schedule.json -j 2
+  MATCH "  2 chunks: [^\n]*\n +runs [^\n]* vs 2 [^\n]*\n  2 chunks, interleaved: [^\n]*\n +runs [^\n]* vs 2 ")
+# Quotes, # and gnuplot markup in a name: quoted in the CSV, exact in the plot labels (the .gp
+# holds them; a .dat column cannot hold a double quote and gets ' instead).
+commstack_cli_test(NAME whatif.csv_quoted_name
+  ARGS whatif ${whatif_dir}/quoted-name.json --format csv -j 2
+  MATCH "\n\"it's \"\"2 channels\"\" # x_1\",0[.][0-9]+,1[.]0+,")
+add_test(NAME cli.whatif.plot_quoted_name
+  COMMAND sh -c "rm -f \"$2\"/whatif-quoted.*; \"$0\" whatif \"$1\" --plot \"$2/whatif-quoted.png\" > /dev/null; grep -qF \"$3\" \"$2/whatif-quoted.gp\" && grep -q 'using 3:xtic(variant' \"$2/whatif-quoted.gp\" && grep -qF \"$4\" \"$2/whatif-quoted.dat\" && { ! command -v gnuplot > /dev/null || test -s \"$2/whatif-quoted.png\"; }"
+          $<TARGET_FILE:commstack> ${whatif_dir}/quoted-name.json ${CMAKE_CURRENT_BINARY_DIR}
+          "array variant[2] = ['baseline', 'it''s \"2 channels\" # x_1']" "it's '2 channels' # x_1"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 
 # Uneven pipeline stages in scenarios: a variant sets the first/last stage sizes that the baseline
 # leaves unset, and null unsets them again (the same run as the baseline: speedup exactly 1).
@@ -66,3 +88,7 @@ commstack_cli_test(NAME whatif.expert_tp
 commstack_cli_test(NAME whatif.pipeline_layout
   ARGS whatif ${whatif_dir}/uneven-stages.json -j 1
   MATCH "lighter ends +([0-9.]+ +[0-9.]+ +[0-9.%]+ +[0-9]+) .*megatron layout +([0-9.]+ +[0-9.]+ +[0-9.%]+ +[0-9]+) .*pipeline layout Et[*]4[|][(]t[*]8[|][)][*]2t[*]4L")
+# -j 0 is refused like -j -1 (leaving -j out means the CPUs available).
+commstack_cli_error_test(NAME whatif.zero_jobs
+  ARGS whatif ${whatif_dir}/layout-sets-schedule.json -j 0
+  MATCH "--jobs: expected 1 to 4096, got 0")

@@ -161,3 +161,50 @@ TEST_CASE("scenario: a variant's cluster.nodes sets the job's node count, and mu
   CHECK(error_of(scenario_with({{"cluster", {{"nodes", 4}}}, {"nodes", 4}, {"parallel", {{"dp", 4}}}}))
             .empty());
 }
+
+TEST_CASE("scenario: names and descriptions with control characters are refused with their path") {
+  // They are printed in tables, CSV rows, the tab-separated .dat and the gnuplot labels of --plot.
+  const std::pair<std::string, std::string> cases[] = {
+      {std::string("a\tb"), "a tab at byte 1"},   {std::string("a\nb"), "a newline at byte 1"},
+      {std::string("ab\0c", 4), "NUL at byte 2"}, {std::string("\x1b[31mred"), "ESC at byte 0"},
+      {std::string("del\x7f"), "DEL at byte 3"},  {std::string("bell\x07"), "U+0007 at byte 4"}};
+  for (const auto& [text, what] : cases) {
+    json doc = scenario_with(json::object());
+    doc["variants"][0]["name"] = text;
+    CHECK_ERROR(doc, "s.json: $.variants[0].name: " + what + "; expected text without control characters");
+    doc = scenario_with(json::object());
+    doc["variants"][0]["description"] = text;
+    CHECK_ERROR(doc, "s.json: $.variants[0].description: " + what);
+    doc = scenario_with(json::object());
+    doc["name"] = text;
+    CHECK_ERROR(doc, "s.json: $.name: " + what);
+    doc = scenario_with(json::object());
+    doc["description"] = text;
+    CHECK_ERROR(doc, "s.json: $.description: " + what);
+  }
+  // Quotes, commas, '#' and non-ASCII text are fine: CSV quotes them, the plot labels escape them.
+  json doc = scenario_with(json::object());
+  doc["variants"][0]["name"] = "it's \"quoted\", # x_1 \xc3\xa9";
+  CHECK(error_of(doc).empty());
+}
+
+TEST_CASE("scenario: the baseline's schedule is null unless written, so that a variant's layout sets it") {
+  // 16 GPUs, TP2 PP4 DP2; a layout of 8 stages gives 2 model chunks per pipeline rank: interleaved.
+  json doc = scenario_with(json::parse(
+      R"({"parallel": {"pipeline_model_parallel_layout": "Et*3|t*3|t*3|t*3|t*3|t*3|t*3|t*3L"}})"));
+  doc["baseline"]["parallel"] =
+      json::parse(R"({"tp": 2, "pp": 4, "dp": 2, "micro_batch": 1, "global_batch": 16})");
+  CHECK(sc::parse_scenario(doc, "s.json").runs.front().job.at("parallel").at("schedule").is_null());
+  CHECK(error_of(doc).empty());
+  // A written 1f1b contradicts the layout, in the baseline or in the variant; null unsets it again.
+  json written = doc;
+  written["baseline"]["parallel"]["schedule"] = "1f1b";
+  CHECK_ERROR(written,
+              "$.variants[0] ('v', baseline + overrides).parallel (on 16 GPUs of dgx-h100 x 2 nodes): "
+              "$.schedule: \"1f1b\", but pipeline_model_parallel_layout's 8 stages over pp = 4 give 2 model "
+              "chunks per pipeline rank, which need \"schedule\": \"interleaved\"");
+  written["variants"][0]["overrides"]["parallel"]["schedule"] = nullptr;
+  CHECK(error_of(written).empty());
+  written["variants"][0]["overrides"]["parallel"]["schedule"] = "interleaved";
+  CHECK(error_of(written).empty());
+}

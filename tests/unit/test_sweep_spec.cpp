@@ -127,3 +127,29 @@ TEST_CASE("sweep: a zip axis may repeat a value, but not a whole step") {
   CHECK(error_of(std::string("{") + kBase + R"(, "zip": [{"parallel.tp": [8, 4, 8], "parallel.pp": [2, 2, 2]}]})") ==
         "sweep.json: /zip/0: step 2 repeats the values [8,2] of an earlier step (each point must be distinct)");
 }
+
+TEST_CASE("sweep: an axis over a section and one over a field inside it are the same field in two axes") {
+  // Either order, grid or zip: the message names both axes (the later one set the field silently
+  // before, and both orders had the same point ids).
+  const std::string tail =
+      " already sweeps (the same field in two axes: an axis replaces the whole value of its field); sweep "
+      "either the section or its fields";
+  CHECK(error_of(std::string("{") + kBase +
+                 R"(, "grid": {"parallel": [{"tp": 2, "pp": 1}], "parallel.tp": [4]}})") ==
+        "sweep.json: /grid/parallel.tp: the field /parallel/tp is inside /parallel, which the axis "
+        "/grid/parallel" + tail);
+  CHECK(error_of(std::string("{") + kBase +
+                 R"(, "grid": {"/parallel/tp": [4], "parallel": [{"tp": 2, "pp": 1}]}})") ==
+        "sweep.json: /grid/parallel: the field /parallel contains /parallel/tp, which the axis "
+        "/grid/~1parallel~1tp" + tail);
+  CHECK(error_of(std::string("{") + kBase + R"(, "grid": {"cluster.fabric": [{"oversubscription": 2}]},
+                                                "zip": [{"cluster.fabric.oversubscription": [1]}]})")
+            .starts_with("sweep.json: /zip/0/cluster.fabric.oversubscription: the field "
+                         "/cluster/fabric/oversubscription is inside /cluster/fabric, which the axis "
+                         "/grid/cluster.fabric already sweeps"));
+  CHECK(error_of(std::string("{") + kBase + R"(, "grid": {"list": [[1, 2]], "list.1": [3]}})")
+            .starts_with("sweep.json: /grid/list.1: the field /list/1 is inside /list, which the axis /grid/list"));
+  // Fields that only share a name prefix are different fields.
+  const std::string base = R"("base": {"comm": {"channels": 2}, "comm_extra": 1, "nodes": 2})";
+  CHECK(expand(parse("{" + base + R"(, "grid": {"comm": [{"channels": 4}], "comm_extra": [3]}})")).size() == 1);
+}

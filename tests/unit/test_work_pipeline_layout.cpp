@@ -132,6 +132,27 @@ TEST_CASE("work: pipeline layouts are refused where Megatron refuses them, with 
       "par.json");
   CHECK_NOTHROW(validate(m, inter, -1, "par.json"));
   CHECK(inter.virtual_stages == 2);
+  // A schedule written next to the layout must be the one it gives (as virtual_stages > 1 needs
+  // "interleaved"); left out or null, the layout sets it.
+  bad(R"({"pp":2,"schedule":"1f1b","pipeline_model_parallel_layout":"Et*6|t*6|t*6|t*6L","micro_batch":1,
+          "global_batch":2})",
+      "par.json: $.schedule: \"1f1b\", but pipeline_model_parallel_layout's 4 stages over pp = 2 give 2 model "
+      "chunks per pipeline rank, which need \"schedule\": \"interleaved\" (or leave schedule out or null: the "
+      "layout sets it)");
+  bad(R"({"pp":2,"schedule":"interleaved","pipeline_model_parallel_layout":"Et*12|t*12L","micro_batch":1,
+          "global_batch":2})",
+      "par.json: $.schedule: \"interleaved\", but pipeline_model_parallel_layout's 2 stages over pp = 2 give 1 "
+      "model chunk per pipeline rank, which needs \"schedule\": \"1f1b\"");
+  for (const char* schedule : {"", R"("schedule":null,)"}) {
+    ParallelConfig unset = parse_parallel(
+        nlohmann::json::parse(std::string("{") + schedule +
+                              R"("pp":2,"pipeline_model_parallel_layout":"Et*6|t*6|t*6|t*6L","micro_batch":1,
+                                 "global_batch":2})"),
+        "par.json");
+    CHECK_FALSE(unset.schedule_given);
+    CHECK_NOTHROW(validate(m, unset, -1, "par.json"));
+    CHECK(unset.schedule == PipelineSchedule::interleaved);
+  }
   // One pipeline rank with several stages would be an interleaved schedule without a pipeline.
   bad(R"({"pp":1,"pipeline_model_parallel_layout":"Et*12|t*12L","micro_batch":1,"global_batch":1})",
       "the interleaved schedule needs pp >= 2");

@@ -160,7 +160,10 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxWays));
   p.sequence_parallel = f.boolean_or("sequence_parallel", false);
   p.pp = static_cast<int>(f.integer_or("pp", 1, 1, kMaxWays));
-  p.schedule = f.choice_or("schedule", "1f1b", {"1f1b", "interleaved"}) == "1f1b"
+  // null or absent: not set, 1F1B or what a pipeline layout implies (validate); a scenario's
+  // normalized baseline carries it as null so that a variant's layout still sets it.
+  p.schedule_given = f.string_or_unset("schedule").has_value();
+  p.schedule = !p.schedule_given || f.choice("schedule", {"1f1b", "interleaved"}) == "1f1b"
                    ? PipelineSchedule::one_f_one_b
                    : PipelineSchedule::interleaved;
   p.virtual_stages = static_cast<int>(f.integer_or("virtual_stages", 1, 1, kMaxWays));
@@ -243,11 +246,24 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
   // A layout sets the model chunks per pipeline rank (Megatron derives the virtual pipeline size from
   // it and refuses --num-virtual-stages-per-pipeline-rank next to it): virtual_stages 1 (the default)
   // lets the layout set it, and the schedule follows (Megatron has no schedule switch: more than one
-  // chunk per rank is the interleaved schedule).
+  // chunk per rank is the interleaved schedule). A schedule written next to the layout must be
+  // the one the layout gives, as virtual_stages > 1 must come with "interleaved".
   if (p.layout && p.layout->layers_per_stage.size() % static_cast<std::size_t>(p.pp) == 0 &&
       p.virtual_stages == 1) {
-    p.virtual_stages = static_cast<int>(p.layout->layers_per_stage.size() / static_cast<std::size_t>(p.pp));
-    p.schedule = p.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    const std::size_t stages = p.layout->layers_per_stage.size();
+    p.virtual_stages = static_cast<int>(stages / static_cast<std::size_t>(p.pp));
+    const PipelineSchedule implied =
+        p.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+    if (p.schedule_given && p.schedule != implied) {
+      const bool one = p.virtual_stages == 1;
+      bad("schedule",
+          fmt::format("\"{}\", but pipeline_model_parallel_layout's {} stages over pp = {} give {} "
+                      "model chunk{} per pipeline rank, which need{} \"schedule\": \"{}\" (or leave "
+                      "schedule out or null: the layout sets it)",
+                      to_string(p.schedule), stages, p.pp, p.virtual_stages, one ? "" : "s", one ? "s" : "",
+                      to_string(implied)));
+    }
+    p.schedule = implied;
   }
   // The op graph numbers a message's virtual stage below 1000 (its tags); an even split needs a
   // layer per chunk, so only a layout of mostly empty stages comes near it.

@@ -40,6 +40,9 @@ struct ParallelConfig {
   bool sequence_parallel = false;  // Korthikanti SP: LayerNorm/dropout regions split over TP ranks
   int pp = 1;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  // "schedule" was written in the config, not null (parse_parallel): then a pipeline layout must
+  // imply the same schedule instead of setting it (validate).
+  bool schedule_given = false;
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule; 1 for 1F1B)
   // Uneven pipeline stages (Megatron-Core TransformerConfig, docs/workloads.md): the transformer
   // layers of the first / last stage (0: not set, the even split), the other stages share the rest
