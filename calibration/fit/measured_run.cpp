@@ -260,6 +260,19 @@ void read_logged_choices(const RunSpec& spec, std::string_view text, const NcclT
         fmt::format("NCCL's TUNING lines not used ({}): algorithms and protocols are the model's", e.what()));
     return;
   }
+  // A TUNING line that cannot be read (an unknown algorithm, a channel range NCCL cannot print) is
+  // skipped: its size keeps the model's selection, and the note says which lines.
+  if (!log.tuning_skipped.empty()) {
+    const std::size_t n = log.tuning_skipped.size();
+    run.notes.push_back(fmt::format(
+        "{} of NCCL's TUNING lines cannot be read and are not used (their sizes keep the model's algorithm "
+        "and protocol): {}{}",
+        n,
+        fmt::join(log.tuning_skipped.begin(),
+                  log.tuning_skipped.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(n, 3)),
+                  "; "),
+        n > 3 ? "; ..." : ""));
+  }
   std::map<std::uint64_t, MeasuredRun::LoggedChoice> seen;
   std::set<std::uint64_t> conflicting;
   int outside = 0, other_op = 0;

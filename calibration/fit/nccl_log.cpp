@@ -103,7 +103,10 @@ void parse_tuning_choice(std::string_view msg, int line, NcclLog& log) {
     if (dots == std::string_view::npos) bad("TUNING line: channel range without '..'");
     c.channel_lo = small_int(range.substr(0, dots), "TUNING channel lo");
     c.channel_hi = small_int(range.substr(dots + 2), "TUNING channel hi");
-    if (*c.channel_lo < 0 || *c.channel_hi < *c.channel_lo) bad("TUNING line: channel range must satisfy 0 <= lo <= hi");
+    // NCCL numbers at most MAXCHANNELS (64) channels.
+    if (*c.channel_lo < 0 || *c.channel_hi < *c.channel_lo || *c.channel_hi > 63)
+      bad(fmt::format("TUNING line: channel range {{{}..{}}} must satisfy 0 <= lo <= hi <= 63", *c.channel_lo,
+                      *c.channel_hi));
   }
   if (k.i != k.t.size()) bad(fmt::format("TUNING line: unexpected trailing text '{}'", printable(k.t[k.i])));
   log.choices.push_back(std::move(c));
@@ -441,6 +444,8 @@ NcclLog parse_nccl_log(std::string_view text, const std::string& origin, NcclLog
     } catch (const LineError& e) {
       if (!options.excerpt) fail(origin, ln.number, e.message);
       log.warnings.push_back(fmt::format("{}:{}: {} (line skipped)", origin, ln.number, e.message));
+      if (tm.find(" Bytes -> Algo ") != std::string_view::npos)
+        log.tuning_skipped.push_back(fmt::format("{}:{}: {}", origin, ln.number, e.message));
     }
   }
   if (log.nccl_lines == 0)

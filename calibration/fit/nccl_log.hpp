@@ -106,6 +106,7 @@ struct NcclLog {
   std::optional<int> coll_channels, nvls_channels, p2p_channels;  // "16 coll channels, ... nvls channels"
   bool nvls_multicast = false;  // "NVLS multicast support is available"
   std::vector<std::string> warnings;  // excerpt mode: malformed lines that were skipped
+  std::vector<std::string> tuning_skipped;  // excerpt mode: those of them that are TUNING lines
 
   // Table lookup; nullptr when the cell was not printed.
   const NcclTuningCell* cell(std::string_view func, std::string_view algo, std::string_view proto) const;

@@ -540,7 +540,7 @@ bool RunReader::read(const Line& ln) {
   if (body.find("NCCL INFO") != std::string_view::npos || body.find("NCCL WARN") != std::string_view::npos) {
     if (!in_table_ || res_.rows.empty()) {
       note_env_from_info(body, ln.number, res_.env);
-      note_channels_from_info(body, ln.number, res_);
+      note_channels_from_info(body, ln.number, origin_, res_);
       note_comm_from_info(body, ln.number, res_);
     }
     return true;  // interleaved NCCL debug output

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "calibration/fit/text_lines.hpp"
 
 namespace commstack::fit::detail {
@@ -38,19 +40,26 @@ void note_env_from_info(std::string_view body, int line, std::map<std::string, N
 }
 
 // "NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels
-// per peer": the communicator's channel counts (the first line printed; a count that is not a small
-// positive number leaves the field unset, but "0 nvls channels" is kept: NCCL had no NVLS).
-void note_channels_from_info(std::string_view body, int line, NcclTestsResult& res) {
+// per peer": the communicator's channel counts (the first line printed). The coll and nvls counts
+// feed the prediction, so one NCCL cannot have printed (not a whole number, coll outside 1-64, nvls
+// outside 0-64: "0 nvls channels" is NCCL without NVLS) is an error naming the line and field.
+void note_channels_from_info(std::string_view body, int line, std::string_view origin, NcclTestsResult& res) {
   if (res.coll_channels || body.find(" coll channels") == std::string_view::npos) return;
   const auto toks = split_ws(body);
   for (std::size_t i = 0; i + 2 < toks.size(); ++i) {
     if (toks[i + 2].substr(0, 8) != "channels") continue;
+    const bool coll = toks[i + 1] == "coll", nvls = toks[i + 1] == "nvls";
+    if (!coll && !nvls) continue;
+    const int lo = coll ? 1 : 0;
     int v = 0;
     const auto [ptr, ec] = std::from_chars(toks[i].data(), toks[i].data() + toks[i].size(), v);
-    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < 0 || v > 64) continue;
-    if (v == 0 && toks[i + 1] != "nvls") continue;
-    if (toks[i + 1] == "coll") res.coll_channels = v;
-    if (toks[i + 1] == "nvls") res.nvls_channels = v;
+    if (ec != std::errc{} || ptr != toks[i].data() + toks[i].size() || v < lo || v > 64)
+      fail(origin, line,
+           fmt::format(
+               "NCCL's channel line: '{} {} channels' is not a channel count NCCL prints; expected {}-64",
+               printable(toks[i]), toks[i + 1], lo));
+    if (coll) res.coll_channels = v;
+    if (nvls) res.nvls_channels = v;
   }
   if (res.coll_channels) res.channels_line = line;
 }

@@ -14,8 +14,9 @@ namespace commstack::fit::detail {
 void note_env_from_info(std::string_view body, int line, std::map<std::string, NcclTestsEnvSetting>& env);
 
 // "NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels
-// per peer": the communicator's channel counts (the first such line).
-void note_channels_from_info(std::string_view body, int line, NcclTestsResult& res);
+// per peer": the communicator's channel counts (the first such line). A coll or nvls count NCCL
+// cannot have printed throws InputError naming origin:line and the field.
+void note_channels_from_info(std::string_view body, int line, std::string_view origin, NcclTestsResult& res);
 
 // "NCCL INFO comm 0x55d0 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0" (src/init.cc).
 void note_comm_from_info(std::string_view body, int line, NcclTestsResult& res);

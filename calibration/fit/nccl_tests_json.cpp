@@ -32,7 +32,25 @@ double number(const json& v, const std::string& origin, const std::string& path)
 
 std::int64_t integer(const json& v, const std::string& origin, const std::string& path) {
   if (!v.is_number_integer()) bad(origin, path, "an integer");
+  // An unsigned value above INT64_MAX would wrap to a negative one.
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    bad(origin, path, "an integer below 2^63");
   return v.get<std::int64_t>();
+}
+
+// An integer field narrowed to int: range-checked first (as the text log's rank lines and run
+// header are), so 2^40 is refused rather than truncated to 0.
+int bounded(const json& v, const std::string& origin, const std::string& path, std::int64_t lo,
+            std::int64_t hi) {
+  const std::int64_t x = integer(v, origin, path);
+  if (x < lo || x > hi) bad(origin, path, fmt::format("an integer from {} to {}, got {}", lo, hi, x));
+  return static_cast<int>(x);
+}
+
+std::uint64_t nonnegative(const json& v, const std::string& origin, const std::string& path) {
+  const std::int64_t x = integer(v, origin, path);
+  if (x < 0) bad(origin, path, fmt::format("a byte count >= 0, got {}", x));
+  return static_cast<std::uint64_t>(x);
 }
 
 std::string text(const json& v, const std::string& origin, const std::string& path) {
@@ -82,7 +100,7 @@ void read_config(const json& doc, const std::string& origin, NcclTestsResult& re
     res.run.present = true;
     const auto opt_int = [&](const char* key, std::optional<int>& out) {
       if (const json* v = member(*cfg, key))
-        out = static_cast<int>(integer(*v, origin, fmt::format("config.{}", key)));
+        out = bounded(*v, origin, fmt::format("config.{}", key), 0, 1000000000);
     };
     opt_int("nthreads", res.run.n_thread);
     opt_int("ngpus", res.run.n_gpus);
@@ -92,9 +110,9 @@ void read_config(const json& doc, const std::string& origin, NcclTestsResult& re
     opt_int("validation", res.run.validation);
     opt_int("graph", res.run.graph);
     if (const json* v = member(*cfg, "minimum_bytes"))
-      res.run.min_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.minimum_bytes"));
+      res.run.min_bytes = nonnegative(*v, origin, "config.minimum_bytes");
     if (const json* v = member(*cfg, "maximum_bytes"))
-      res.run.max_bytes = static_cast<std::uint64_t>(integer(*v, origin, "config.maximum_bytes"));
+      res.run.max_bytes = nonnegative(*v, origin, "config.maximum_bytes");
   }
 }
 
@@ -107,12 +125,11 @@ void read_devices(const json& doc, const std::string& origin, NcclTestsResult& r
       const std::string at = fmt::format("devices[{}]", i);
       if (!d.is_object()) bad(origin, at, "an object (rank, hostname, device, device_info)");
       NcclTestsRank r;
-      r.rank = static_cast<int>(integer(d.value("rank", json()), origin, at + ".rank"));
-      if (const json* g = member(d, "group")) r.group = static_cast<int>(integer(*g, origin, at + ".group"));
+      r.rank = bounded(d.value("rank", json()), origin, at + ".rank", 0, 10000000);
+      if (const json* g = member(d, "group")) r.group = bounded(*g, origin, at + ".group", 0, 10000000);
       if (const json* p = member(d, "pid")) r.pid = integer(*p, origin, at + ".pid");
       r.host = text(d.value("hostname", json()), origin, at + ".hostname");
-      if (const json* dev = member(d, "device"))
-        r.device = static_cast<int>(integer(*dev, origin, at + ".device"));
+      if (const json* dev = member(d, "device")) r.device = bounded(*dev, origin, at + ".device", 0, 1000000);
       if (const json* hex = member(d, "device_hex")) r.busid = text(*hex, origin, at + ".device_hex");
       if (const json* info = member(d, "device_info"))
         r.gpu_name = std::string(detail::trim(text(*info, origin, at + ".device_info")));

@@ -13,12 +13,14 @@ src=$(pwd)  # the source tree (ctest runs this from it)
 # N copies of one character.
 repeat() { head -c "$2" /dev/zero | tr '\0' "$1"; }
 
-# A Kineto trace whose ProfilerStep event carries args nested DEPTH arrays deep.
+# A Kineto trace whose ProfilerStep event carries args nested DEPTH arrays deep (and one kernel:
+# a step without GPU ops is refused).
 kineto_nested() {
   printf '{"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [{"ph": "X", "cat": "user_annotation", '
   printf '"name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 500, "args": {"x": '
   repeat '[' "$1"; repeat ']' "$1"
-  printf '}}]}\n'
+  printf '}}, {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1020, "dur": 100, '
+  printf '"args": {"stream": 7}}]}\n'
 }
 
 # Runs commstack, keeps its output in $out/log, checks the status and the pattern.
@@ -88,6 +90,25 @@ case $name in
     sed 's/^1048576  *45.20/1048576 0.00/' "$src/tests/cli/osu-xccl-allreduce-synthetic.txt" > "$out/osu.txt"
     expect 2 "osu.txt:9: column 'Avg Latency(us)' (the time): expected a time per call of 0.001 us" \
       validate --cluster dgx-h100 --nodes 1 --gpus-per-node 8 --measured "$out/osu.txt" ;;
+  measured_channel_line)  # "0 coll channels", 999, -5 were skipped and the modelled search's count used
+    for v in '0 coll' '999 coll' '-5 coll' '16 coll channels, 0 collnet channels, 99 nvls'; do
+      sed "s/ 16 coll channels, 16 collnet channels, 0 nvls/ $v channels, 16 collnet channels, 0 nvls/" \
+        "$h100_table" > "$out/run.txt"
+      bad=$(echo "$v" | sed 's/.*, //')
+      expect 2 "run.txt:23: NCCL's channel line: '$bad channels' is not a channel count NCCL prints; expected" \
+        validate --cluster dgx-h100 --measured "$out/run.txt"
+    done ;;
+  tuning_line_unreadable)  # a TUNING line that cannot be read was skipped without the note docs promise
+    tuning=$src/tests/cli/nccl-tests-a100-tuning.txt
+    for r in 's/{0\.\.23}/{-5..3}/' 's/{0\.\.23}/{23..0}/' 's/{0\.\.23}/{0..99999}/' \
+             's/Algo RING proto SIMPLE/Algo FOO proto SIMPLE/' 's/Algo RING proto SIMPLE/Algo RING proto BAR/'; do
+      sed "$r" "$tuning" > "$out/run.txt"
+      expect 0 "# note: [12] of NCCL's TUNING lines cannot be read and are not used .*run.txt:8: TUNING line: " \
+        validate --cluster dgx-a100 --nodes 1 --gpus-per-node 8 --measured "$out/run.txt"
+    done
+    sed 's/{0\.\.23}/{0..99999}/' "$tuning" > "$out/run.txt"
+    expect 0 'run.txt:8: TUNING line: channel range {0..99999} must satisfy 0 <= lo <= hi <= 63' \
+      validate --cluster dgx-a100 --nodes 1 --gpus-per-node 8 --measured "$out/run.txt" ;;
   calibrate_output_is_input)
     cp "$h100_table" "$out/run.txt" && cp "$h100_table" "$out/orig.txt"
     expect 2 "--output $out/./run.txt: the same file as --input $out/run.txt" \

@@ -292,7 +292,8 @@ TEST_CASE("import robustness: a trace nested deeper than 256 levels is refused, 
     return R"({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
   {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 500},
   {"ph": "X", "cat": "cpu_op", "name": "deep", "pid": 1, "tid": 1, "ts": 1010, "dur": 5)" +
-           nested(depth) + "}]}";
+           nested(depth) + R"(},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1020, "dur": 100, "args": {"stream": 7}}]})";
   };
   write(d + "/ok.json", kineto(253));
   CHECK_NOTHROW(importers::load_trace(d + "/ok.json"));
@@ -315,4 +316,132 @@ TEST_CASE("import robustness: a trace nested deeper than 256 levels is refused, 
                                   R"(, "ngpus": 1, "workload_graph": []})");
   CHECK_THROWS_WITH_AS(importers::load_trace(d + "/chakra.0.json"),
                        doctest::Contains("JSON nested more than 256 levels deep in \"meta\""), InputError);
+}
+
+// QA: a key written twice in a Kineto or Chakra trace was read (the last one won), though
+// docs/cli.md says every JSON input refuses it. The streaming reader names the file, the key and
+// the object it is in.
+TEST_CASE("import robustness: a key written twice in a streamed trace is refused, naming the key") {
+  const auto d = temp_dir("dup-key");
+  std::string rank = tiny(0, 2);
+  rank.replace(rank.find(R"("rank": 0)"), 9, R"("rank": 0, "rank": 1)");
+  write(d + "/rank.json", rank);
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank.json"),
+                       (d + "/rank.json: key \"rank\" appears twice in the object at /distributedInfo; JSON "
+                            "keeps only the last one, so remove the other")
+                           .c_str(),
+                       InputError);
+  std::string events = tiny(0, 1);
+  events.insert(events.size() - 1, R"(, "traceEvents": [])");
+  write(d + "/events.json", events);
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/events.json"),
+      doctest::Contains("events.json: key \"traceEvents\" appears twice in the top-level object"),
+      InputError);
+  std::string in_event = tiny(0, 1);
+  in_event.replace(in_event.find(R"("correlation": 7, "stream": 7)"), 29,
+                   R"("correlation": 7, "stream": 7, "stream": 8)");
+  write(d + "/event.json", in_event);
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/event.json"),
+      doctest::Contains("key \"stream\" appears twice in the object at /traceEvents[2]/args"), InputError);
+  write(d + "/chakra.0.json", R"({"ngpus": 1, "workload_graph": [{"Id": 1, "NodeType": 4, "Id": 2}]})");
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/chakra.0.json"),
+                       doctest::Contains("key \"Id\" appears twice in the object at /workload_graph[0]"),
+                       InputError);
+}
+
+// QA: a ProfilerStep of dur 0, or one whose ts lies before every other event, selected a window
+// with no ops, and replay printed "replayed 0.000 ms" (-100 %). The step is refused, naming the
+// file and the step.
+TEST_CASE(
+    "import robustness: a selected step that holds no GPU ops is refused, naming the file and the step") {
+  const auto d = temp_dir("empty-step");
+  std::string zero = tiny(0, 1);
+  zero.replace(zero.find(R"("ts": 1000, "dur": 500)"), 22, R"("ts": 1000, "dur": 0)");
+  write(d + "/rank-0.json", zero);
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/rank-0.json"),
+      (d + "/rank-0.json: the selected step 'ProfilerStep#1' (ts 1000 us, dur 0 us) holds no GPU "
+           "ops: no kernel, memcpy or memset is launched inside it; expected the span of one "
+           "iteration (check the step's ts and dur, or pick another with --iteration)")
+          .c_str(),
+      InputError);
+  std::string early = tiny(0, 1);
+  early.replace(early.find(R"("ts": 1000, "dur": 500)"), 22, R"("ts": -1000, "dur": 500)");
+  write(d + "/rank-0.json", early);
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/rank-0.json"),
+                       doctest::Contains("'ProfilerStep#1' (ts -1000 us, dur 500 us) holds no GPU ops"),
+                       InputError);
+}
+
+// QA: an NCCL init line's rank at or beyond its nranks (rank 5 nranks 2 made a world of 6), a
+// negative rank (the line was ignored), or an nranks its COLL lines contradict was read silently.
+TEST_CASE(
+    "import robustness: an NCCL init line outside its communicator, or contradicting its COLL lines, names "
+    "the line") {
+  const auto d = temp_dir("nccl-init");
+  const auto init = [](int dev, const char* comm, const char* rank, int nranks) {
+    return fmt::format(
+        "h:{}:{} [{}] NCCL INFO comm {} rank {} nranks {} cudaDev {} busId 0 - Init COMPLETE\n", dev + 1,
+        dev + 1, dev, comm, rank, nranks, dev);
+  };
+  const auto coll = [](int dev, const char* comm, int nranks) {
+    return fmt::format(
+        "h:{}:{} [{}] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 "
+        "root 0 "
+        "comm {} [nranks={}] stream 0x3\n",
+        dev + 1, dev + 1, dev, comm, nranks);
+  };
+  const std::string colls = coll(0, "0xa", 2) + coll(1, "0xb", 2);
+  write(d + "/ok.log", init(0, "0xa", "0", 2) + init(1, "0xb", "1", 2) + colls);
+  CHECK(importers::load_trace(d + "/ok.log").graph.ops.size() == 2);
+  write(d + "/oob.log", init(0, "0xa", "0", 2) + init(1, "0xb", "5", 2) + colls);
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/oob.log"),
+      doctest::Contains(
+          "oob.log:2: comm 0xb rank 5 is not a rank of its communicator (nranks 2); expected 0-1"),
+      InputError);
+  write(d + "/neg.log", init(0, "0xa", "0", 2) + init(1, "0xb", "-1", 2) + colls);
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/neg.log"),
+                       doctest::Contains("neg.log:2: comm 0xb rank -1 is not a rank of its communicator"),
+                       InputError);
+  write(d + "/mismatch.log",
+        init(0, "0xa", "0", 2) + init(1, "0xb", "1", 2) + coll(0, "0xa", 4) + coll(1, "0xb", 4));
+  CHECK_THROWS_WITH_AS(importers::load_trace(d + "/mismatch.log"),
+                       doctest::Contains(("mismatch.log:3: comm 0xa [nranks=4] contradicts its init line " +
+                                          d + "/mismatch.log:1 (nranks 2)")
+                                             .c_str()),
+                       InputError);
+}
+
+// QA: a Chakra file whose rank is not below its own "ngpus" widened the world, where Kineto's
+// rank >= world_size is an error.
+TEST_CASE("import robustness: a Chakra file whose rank is not below its ngpus is refused") {
+  const auto d = temp_dir("chakra-rank");
+  write(d + "/chakra.5.json", R"({"ngpus": 2, "workload_graph": [{"Id": 1, "NodeType": 4, "runtime": 5}]})");
+  CHECK_THROWS_WITH_AS(
+      importers::load_trace(d + "/chakra.5.json"),
+      doctest::Contains("chakra.5.json: rank 5 is not below its \"ngpus\" 2; expected a rank 0-1"),
+      InputError);
+  write(d + "/chakra.5.json", R"({"ngpus": 6, "workload_graph": [{"Id": 1, "NodeType": 4, "runtime": 5}]})");
+  CHECK_NOTHROW(importers::load_trace(d + "/chakra.5.json"));
+}
+
+// QA: a Send and the Recv matched with it that give different counts were replayed without a word.
+TEST_CASE("import robustness: an NCCL Send/Recv pair of different sizes is warned, naming both lines") {
+  const auto d = temp_dir("nccl-p2p-size");
+  const auto p2p = [](int dev, const char* op, int count, int peer) {
+    return fmt::format(
+        "h:{}:{} [{}] NCCL INFO {}: opCount 0 sendbuff 0x1 recvbuff 0x2 count {} datatype 7 op 0 root {} "
+        "comm 0x{} [nranks=2] stream 0x3\n",
+        dev + 1, dev + 1, dev, op, count, peer, dev + 10);
+  };
+  write(d + "/same.log", p2p(0, "Send", 1024, 1) + p2p(1, "Recv", 1024, 0));
+  CHECK_FALSE(has_warning(importers::load_trace(d + "/same.log"), "Send/Recv pair"));
+  write(d + "/differ.log", p2p(0, "Send", 1024, 1) + p2p(1, "Recv", 4096, 0));
+  const auto t = importers::load_trace(d + "/differ.log");
+  CHECK(has_warning(t, "1 Send/Recv pair(s) matched as one transfer move different sizes"));
+  CHECK(has_warning(
+      t, "differ.log:1 Send count 1024 (4096 B) and " + d + "/differ.log:2 Recv count 4096 (16384 B)"));
 }

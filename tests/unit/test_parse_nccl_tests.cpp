@@ -85,7 +85,7 @@ TEST_CASE("parse: nccl-tests interleaved with NCCL_DEBUG=INFO keeps the communic
   std::string later = kSmall;
   later.insert(later.find("          16 "), info);
   CHECK_FALSE(parse_nccl_tests(later, "later.txt", NcclTestsOp::all_reduce).coll_channels);
-  // "0 nvls channels" (NCCL found no NVLS) is kept; a garbled count leaves the field unset.
+  // "0 nvls channels" (NCCL found no NVLS) is kept; a second channel line (here garbled) is not read.
   std::string zero = kSmall;
   zero.insert(zero.find("#       size"),
               "h:1:1 [0] NCCL INFO 16 coll channels, 0 collnet channels, 0 nvls channels, 16 p2p channels\n"
@@ -94,6 +94,21 @@ TEST_CASE("parse: nccl-tests interleaved with NCCL_DEBUG=INFO keeps the communic
   CHECK(*z.coll_channels == 16);
   REQUIRE(z.nvls_channels);
   CHECK(*z.nvls_channels == 0);
+  // QA: a count NCCL cannot print in the line that is read ("0 coll channels", 999, -5, not a
+  // number) was skipped and the modelled search's count used: an error naming the line and field.
+  for (const char* v : {"0 coll", "65 coll", "-5 coll", "x9 coll", "16 coll channels, 99 nvls"}) {
+    CAPTURE(v);
+    std::string bad = kSmall;
+    bad.insert(bad.find("#       size"),
+               fmt::format("h:1:1 [0] NCCL INFO {} channels, 16 p2p channels\n", v));
+    const std::string spec = v;
+    const std::string field = spec.substr(spec.rfind(", ") == std::string::npos ? 0 : spec.rfind(", ") + 2);
+    CHECK_THROWS_WITH_AS(
+        parse_nccl_tests(bad, "bad.txt", NcclTestsOp::all_reduce),
+        doctest::Contains(
+            ("bad.txt:9: NCCL's channel line: '" + field + " channels' is not a channel count").c_str()),
+        commstack::InputError);
+  }
 }
 
 TEST_CASE("parse: nccl-tests -I per-iteration columns") {

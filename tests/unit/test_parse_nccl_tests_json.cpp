@@ -119,3 +119,28 @@ TEST_CASE("parse: malformed nccl-tests JSON names the field and what was expecte
   CHECK_THROWS_WITH_AS(parse_nccl_tests_json(small_json(""), "x.json"), doctest::Contains("results: no rows"),
                        InputError);
 }
+
+// QA: devices[3].rank = 2^40 was narrowed to int (0) before any check, and the error said "rank 0
+// is listed twice". Every integer narrowed to int is range-checked first, as in the text log.
+TEST_CASE("parse: nccl-tests JSON integers beyond an int are refused before they are narrowed") {
+  using commstack::InputError;
+  const struct {
+    const char *from, *to, *error;
+  } cases[] = {
+      {"\"rank\":0", "\"rank\":1099511627776",
+       "x.json: devices[0].rank: expected an integer from 0 to 10000000, got 1099511627776"},
+      {"\"rank\":0", "\"rank\":-1", "devices[0].rank: expected an integer from 0 to 10000000, got -1"},
+      {"\"group\":0", "\"group\":4294967296", "devices[0].group: expected an integer from 0 to 10000000"},
+      {"\"device\":0", "\"device\":4294967296", "devices[0].device: expected an integer from 0 to 1000000"},
+      {"\"ngpus\":8", "\"ngpus\":4294967304", "config.ngpus: expected an integer from 0 to 1000000000"},
+      {"\"minimum_bytes\":1048576", "\"minimum_bytes\":-1",
+       "config.minimum_bytes: expected a byte count >= 0"},
+      {"\"rank\":0", "\"rank\":18446744073709551615", "devices[0].rank: expected an integer below 2^63"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.to);
+    std::string doc = small_json(kRow);
+    doc.replace(doc.find(c.from), std::string(c.from).size(), c.to);
+    CHECK_THROWS_WITH_AS(parse_nccl_tests_json(doc, "x.json"), doctest::Contains(c.error), InputError);
+  }
+}

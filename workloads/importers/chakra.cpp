@@ -159,11 +159,13 @@ std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& wo
       fn.nodes.push_back(read_node(e, index));
     };
     std::string bad_ngpus;  // thrown after the stream, which would blame the array element
+    int ngpus = 0;          // the file's own "ngpus", 0 when it has none
     cb.member = [&](const std::string& key, json&& v) {
       if (key != "ngpus") return;
       if ((v.is_number_integer() || v.is_number_unsigned()) && v.get<long long>() > 0 &&
           v.get<long long>() <= kMaxGpus) {
-        world = std::max(world, v.get<int>());
+        ngpus = v.get<int>();
+        world = std::max(world, ngpus);
       } else {
         bad_ngpus = v.dump();
       }
@@ -172,6 +174,12 @@ std::vector<FileNodes> read_files(const std::vector<std::string>& files, int& wo
     if (!bad_ngpus.empty())
       throw InputError(fmt::format("{}: \"ngpus\" is {}: expected the number of GPUs, 1-{}", fn.path,
                                    bad_ngpus.substr(0, 40), kMaxGpus));
+    // As Kineto's rank >= world_size: the file says the job has ngpus GPUs, so its rank is one of them.
+    if (ngpus > 0 && fn.rank >= ngpus)
+      throw InputError(
+          fmt::format("{}: rank {} is not below its \"ngpus\" {}; expected a rank 0-{} (the file's "
+                      "rank is the N of chakra.N.json)",
+                      fn.path, fn.rank, ngpus, ngpus - 1));
     if (bad > 0)
       warnings.push_back(
           fmt::format("{}: {} workload_graph entries that are not objects skipped", fn.path, bad));

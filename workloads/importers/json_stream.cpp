@@ -4,6 +4,7 @@
 #include <fstream>
 #include <istream>
 #include <streambuf>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -81,6 +82,7 @@ public:
 
   bool start_object(std::size_t /*n*/) override {
     if (too_deep()) return false;
+    push_scope(true);
     if (depth_ == 0) {
       ++depth_;
       top_is_object_ = true;
@@ -89,9 +91,13 @@ public:
     open(json::object());
     return true;
   }
-  bool end_object() override { return close(); }
+  bool end_object() override {
+    scopes_.pop_back();
+    return close();
+  }
   bool start_array(std::size_t /*n*/) override {
     if (too_deep()) return false;
+    push_scope(false);
     if (depth_ == 0) {
       error_ = "the top level is an array; expected an object with a \"" + array_key_ + "\" array";
       return false;
@@ -104,8 +110,22 @@ public:
     open(json::array());
     return true;
   }
-  bool end_array() override { return close(); }
+  bool end_array() override {
+    scopes_.pop_back();
+    return close();
+  }
   bool key(string_t& k) override {
+    // Every JSON input refuses a key written twice in one object (docs/cli.md), as
+    // parse_input_json does: JSON would keep only the last one.
+    if (!scopes_.back().keys.insert(k).second) {
+      std::string at;
+      for (std::size_t i = 1; i < scopes_.size(); ++i) at += scopes_[i].segment;
+      duplicate_key_ =
+          fmt::format("key \"{}\" appears twice in {}; JSON keeps only the last one, so remove the other", k,
+                      at.empty() ? "the top-level object" : "the object at " + at);
+      return false;
+    }
+    last_key_ = k;
     if (stack_.empty()) key_ = k;
     else pending_key_ = k;
     return true;
@@ -124,8 +144,29 @@ public:
   std::size_t position() const { return position_; }
   const std::string& error() const { return error_; }
   bool saw_object() const { return top_is_object_; }
+  // Set when a key appears twice in one object: says which key and where.
+  const std::string& duplicate_key() const { return duplicate_key_; }
 
-private:
+ private:
+  // One open object or array, for the duplicate-key check and its message.
+  struct Scope {
+    bool object = false;
+    std::string segment;  // "/key" in a parent object, "[i]" in the streamed array, "/*" in another array
+    std::unordered_set<std::string> keys;
+  };
+  void push_scope(bool object) {
+    std::string segment;
+    if (!scopes_.empty()) {
+      if (scopes_.back().object)
+        segment = "/" + last_key_;
+      else if (streaming_ && scopes_.size() == 2)
+        segment = fmt::format("[{}]", elements_);
+      else
+        segment = "/*";
+    }
+    scopes_.push_back({.object = object, .segment = std::move(segment), .keys = {}});
+  }
+
   // Every JSON input refuses nesting deeper than kMaxJsonDepth (docs/cli.md), as
   // parse_input_json does: the values built here are copied and destroyed recursively later,
   // once per level, so a few hundred KB of '[' would overflow the stack. Called before a
@@ -189,7 +230,9 @@ private:
   const StreamCallbacks& cb_;
   std::vector<json*> stack_;
   json root_;
-  std::string key_, pending_key_;
+  std::string key_, pending_key_, last_key_;
+  std::vector<Scope> scopes_;
+  std::string duplicate_key_;
   int depth_ = 0;
   bool streaming_ = false;
   bool top_is_object_ = false;
@@ -228,6 +271,7 @@ std::int64_t stream_json_file(const std::string& path, const std::string& array_
                     h.in_streamed_array() ? fmt::format("\"{}\"[{}]", array_key, h.elements())
                                           : fmt::format("\"{}\"", h.member())));
   }
+  if (!h.duplicate_key().empty()) throw InputError(fmt::format("{}: {}", path, h.duplicate_key()));
   if (!buf.error().empty()) {
     throw InputError(fmt::format("{}: the compressed file is corrupt or truncated after {} bytes ({}), in \"{}\" element {}",
                                  path, buf.consumed(), buf.error(), array_key, h.elements()));

@@ -442,6 +442,8 @@ class RankImport {
   double gpu_side(std::vector<std::string>& warnings);
   void sync_waits();
   void stream_waits();
+  // GPU ops (kernels, copies, NCCL kernels) the window holds, after gpu_side.
+  std::size_t gpu_ops() const { return gpu_ops_.size(); }
 
  private:
   double rel(double us) const { return (us - w_.begin) * 1e-6; }
@@ -633,6 +635,16 @@ ImportedTrace import_kineto(const std::vector<std::string>& files, const KinetoO
     RankImport ri(f, w, world, builder.rank(f.rank), std::move(evs));
     ri.host_side();
     const double traced_end = ri.gpu_side(t.warnings);
+    // A window that launched no GPU work (a ProfilerStep of dur 0, or one whose ts lies outside
+    // the trace's events) would replay as 0 ms, -100 %: nothing of the iteration is in it.
+    if (ri.gpu_ops() == 0) {
+      throw InputError(fmt::format(
+          "{}: the selected step {} (ts {} us, dur {} us) holds no GPU ops: no kernel, memcpy or memset "
+          "is launched inside it; expected the span of one iteration (check the step's ts and dur, or pick "
+          "another with --iteration)",
+          f.path, w.name == "whole trace" ? "(the whole trace)" : "'" + w.name + "'", w.begin,
+          w.end - w.begin));
+    }
     ri.sync_waits();
     ri.stream_waits();
     t.traced_iteration_s[f.rank] = (traced_end - w.begin) * 1e-6;

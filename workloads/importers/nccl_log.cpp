@@ -44,6 +44,7 @@ struct Line {
 struct CommInit {
   int rank = -1;
   int nranks = 0;
+  std::string at;  // "file:line" of the init line
 };
 
 // The COLL lines of every file, and the communicators' init lines: (process, comm) -> rank, nranks.
@@ -64,7 +65,7 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
   // "comm 0x.. rank 0 nranks 16 cudaDev 0 ... Init COMPLETE", and since NCCL 2.19 also "comm 0x.. rank 0
   // nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0".
   static const std::regex init(
-      R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (\d+) n[rR]anks (\d+))");
+      R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (-?\d+) n[rR]anks (-?\d+))");
   static const std::regex mnnvl(R"( MNNVL (\d+))");
   LogLines out;
   long long unparsed = 0, too_long = 0;
@@ -118,12 +119,23 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         out.lines.push_back(std::move(l));
       } else if (std::regex_search(text, m, init)) {
         CommInit ci;
+        ci.at = fmt::format("{}:{}", path, no);
         try {
           ci.rank = std::stoi(m[5]);
           ci.nranks = std::stoi(m[6]);
         } catch (const std::exception&) {
-          continue;
+          throw InputError(
+              fmt::format("{}: a number in the init line (comm {} rank {} nranks {}) is out of range", ci.at,
+                          m[4].str(), m[5].str(), m[6].str()));
         }
+        // The rank numbers the world: a rank outside its communicator would make a world of rank + 1.
+        if (ci.nranks < 1 || ci.nranks > kMaxGpus)
+          throw InputError(fmt::format("{}: comm {} nranks {} out of range (expected 1..{})", ci.at,
+                                       m[4].str(), ci.nranks, kMaxGpus));
+        if (ci.rank < 0 || ci.rank >= ci.nranks)
+          throw InputError(
+              fmt::format("{}: comm {} rank {} is not a rank of its communicator (nranks {}); expected 0-{}",
+                          ci.at, m[4].str(), ci.rank, ci.nranks, ci.nranks - 1));
         out.inits[{m[1].str() + ":" + m[2].str() + ":" + m[3].str(), m[4].str()}] = ci;
         if (std::smatch mm; std::regex_search(text, mm, mnnvl))
           t.multi_node_nvlink = t.multi_node_nvlink.value_or(false) || mm[1].str() != "0";
@@ -143,6 +155,14 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         "{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
         "record the log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL{}",
         files.front(), long_lines.empty() ? "" : " (" + long_lines + ")"));
+  }
+  // A communicator's init line and its COLL lines give its size; when they differ one of them is
+  // not this communicator's (a mixed or edited log).
+  for (const auto& l : out.lines) {
+    auto it = out.inits.find({l.process + ":" + std::to_string(l.dev), l.comm});
+    if (it != out.inits.end() && it->second.nranks != l.nranks)
+      throw InputError(fmt::format("{}:{}: comm {} [nranks={}] contradicts its init line {} (nranks {})",
+                                   l.file, l.line_no, l.comm, l.nranks, it->second.at, it->second.nranks));
   }
   if (!long_lines.empty()) t.warnings.push_back(long_lines);
   if (unparsed > 0)
@@ -218,6 +238,10 @@ void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, I
   std::map<std::string, std::map<int, int>> per_size;
   std::map<std::string, std::map<std::string, int>> last_on_stream;
   std::map<std::tuple<int, int, int>, std::int64_t> p2p_seq;  // (src, dst, kind) -> next tag
+  // (src, dst, tag) -> the Send line and the Recv line matched as one transfer, with their bytes.
+  std::map<std::tuple<int, int, std::int64_t>,
+           std::pair<std::pair<const Line*, std::uint64_t>, std::pair<const Line*, std::uint64_t>>>
+      p2p_pairs;
   bool blocks = false;
   long long kept = 0;
   for (const auto& l : log.lines) {
@@ -251,6 +275,8 @@ void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, I
       const bool send = l.op == "Send";
       const int src = send ? rank : peer, dst = send ? peer : rank;
       const std::int64_t tag = p2p_seq[{src, dst, send ? 0 : 1}]++;
+      auto& pair = p2p_pairs[{src, dst, tag}];
+      (send ? pair.first : pair.second) = {&l, l.count * static_cast<std::uint64_t>(*elem)};
       id = rb.p2p(name, 0, 0, 0, deps, send ? OpKind::send : OpKind::recv, peer, tag, l.count * static_cast<std::uint64_t>(*elem));
     } else {
       id = rb.gpu(name, 0, 0, 0, deps, true);
@@ -258,6 +284,23 @@ void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, I
     }
     last_on_stream[key][l.stream] = id;
   }
+  // A Send and the Recv it is matched with (the n-th between the two ranks) that move different
+  // sizes: one log cannot say which is right (a mixed or cut log); each keeps its own size.
+  long long differ = 0;
+  std::vector<std::string> differ_at;
+  for (const auto& [key, pair] : p2p_pairs) {
+    const auto& [send, recv] = pair;
+    if (send.first == nullptr || recv.first == nullptr || send.second == recv.second) continue;
+    if (++differ <= 3)
+      differ_at.push_back(fmt::format("{}:{} Send count {} ({} B) and {}:{} Recv count {} ({} B)",
+                                      send.first->file, send.first->line_no, send.first->count, send.second,
+                                      recv.first->file, recv.first->line_no, recv.first->count, recv.second));
+  }
+  if (differ > 0)
+    t.warnings.push_back(fmt::format(
+        "{} Send/Recv pair(s) matched as one transfer move different sizes (a mixed or cut log; each side "
+        "keeps its own): {}{}",
+        differ, fmt::join(differ_at, "; "), differ > 3 ? "; ..." : ""));
   if (blocks) {
     t.warnings.push_back("communicators smaller than the world are taken as aligned blocks of consecutive ranks "
                          "(the log does not list their members)");
