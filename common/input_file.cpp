@@ -32,9 +32,10 @@ std::string unreadable_reason(const std::string& path) {
   throw InputError(fmt::format("{}: cannot read the {}: {}", path, what, reason));
 }
 
-// No input read whole (a measured run, a cluster, a profile) comes near this; a device or a pipe
-// that never ends (/dev/zero, `yes |`) would otherwise grow memory until the process is killed.
-constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
+// A device or a pipe that never ends (/dev/zero, `yes |`) would otherwise grow memory until the
+// process is killed; no stream input read whole (a measured run, a cluster, a profile) comes near
+// this. A regular file is bounded by its size and read whole however large (a long sweep's journal).
+constexpr std::size_t kMaxStreamBytes = std::size_t{256} << 20;
 
 }  // namespace
 
@@ -48,6 +49,8 @@ bool is_input_file(const std::string& path) {
 
 std::string read_input_file(const std::string& path, std::string_view what) {
   check_input_file(path, what);
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, what, "it cannot be opened");
   // istream::read turns a failing read (EIO, or a path that changed under us) into badbit, where
@@ -56,10 +59,11 @@ std::string read_input_file(const std::string& path, std::string_view what) {
   std::string block(1 << 16, '\0');
   while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
     text.append(block.data(), static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxInputFileBytes)
+    if (!regular && text.size() > kMaxStreamBytes)
       fail(path, what,
-           fmt::format("more than {0} MiB (a device or an endless pipe?); expected a file of at most {0} MiB",
-                       kMaxInputFileBytes >> 20));
+           fmt::format("more than {0} MiB from a device or a pipe (an endless one?); expected a file, or a "
+                       "stream of at most {0} MiB",
+                       kMaxStreamBytes >> 20));
     if (!in) break;
   }
   if (in.bad()) fail(path, what, "read error");

@@ -9,7 +9,7 @@
 namespace commstack {
 
 // The whole file. Throws InputError "PATH: cannot read the WHAT: REASON" (no such file, a directory,
-// permission denied, a read error, more than 256 MiB: /dev/zero or an endless pipe).
+// permission denied, a read error, more than 256 MiB from a device or a pipe: /dev/zero).
 std::string read_input_file(const std::string& path, std::string_view what = "file");
 
 // The same checks without reading, for readers that stream the file themselves.
