@@ -59,6 +59,18 @@ struct LogLines {
 // the stack. Longer lines are skipped before any regex runs, and counted for a warning.
 constexpr std::size_t kMaxLogLine = 4096;
 
+// Lines a warning is about: how many, and the first three to name ("a, b, c, ...").
+struct FirstFew {
+  long long count = 0;
+  std::vector<std::string> shown;
+  void add(std::string what) {
+    if (++count <= 3) shown.push_back(std::move(what));
+  }
+  std::string list(std::string_view sep) const {
+    return fmt::format("{}{}", fmt::join(shown, sep), count > 3 ? fmt::format("{}...", sep) : "");
+  }
+};
+
 LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t) {
   static const std::regex coll(
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount (\w+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) op \d+ root (-?\d+) comm (\S+) \[nranks=(\d+)\] stream (\S+))");
@@ -68,8 +80,7 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
       R"((\S+):(\d+):\d+ \[(\d+)\] NCCL INFO comm (\S+) rank (-?\d+) n[rR]anks (-?\d+))");
   static const std::regex mnnvl(R"( MNNVL (\d+))");
   LogLines out;
-  long long unparsed = 0, too_long = 0;
-  std::vector<std::string> unparsed_at, too_long_at;  // the first few, for the warnings
+  FirstFew unparsed, too_long;  // for the warnings
   for (const auto& path : files) {
     check_input_file(path, "NCCL log");
     std::ifstream in(path);
@@ -80,7 +91,7 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
       ++no;
       if (text.find("NCCL INFO") == std::string::npos) continue;
       if (text.size() > kMaxLogLine) {
-        if (++too_long <= 3) too_long_at.push_back(fmt::format("{}:{}", path, no));
+        too_long.add(fmt::format("{}:{}", path, no));
         continue;
       }
       std::smatch m;
@@ -140,16 +151,16 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
         if (std::smatch mm; std::regex_search(text, mm, mnnvl))
           t.multi_node_nvlink = t.multi_node_nvlink.value_or(false) || mm[1].str() != "0";
       } else if (text.find("opCount") != std::string::npos) {
-        if (++unparsed <= 3) unparsed_at.push_back(fmt::format("{}:{}", path, no));
+        unparsed.add(fmt::format("{}:{}", path, no));
       }
     }
   }
   const std::string long_lines =
-      too_long == 0 ? ""
-                    : fmt::format(
-                          "{} NCCL INFO line(s) longer than {} characters (not NCCL's output: a "
-                          "corrupt or mixed log) were skipped: {}{}",
-                          too_long, kMaxLogLine, fmt::join(too_long_at, ", "), too_long > 3 ? ", ..." : "");
+      too_long.count == 0 ? ""
+                          : fmt::format(
+                                "{} NCCL INFO line(s) longer than {} characters (not NCCL's output: a "
+                                "corrupt or mixed log) were skipped: {}",
+                                too_long.count, kMaxLogLine, too_long.list(", "));
   if (out.lines.empty()) {
     throw InputError(fmt::format(
         "{}: no NCCL COLL lines (\"<Op>: opCount ... count ... datatype ... comm ... [nranks=N]\"); "
@@ -165,12 +176,12 @@ LogLines read_log_lines(const std::vector<std::string>& files, ImportedTrace& t)
                                    l.file, l.line_no, l.comm, l.nranks, it->second.at, it->second.nranks));
   }
   if (!long_lines.empty()) t.warnings.push_back(long_lines);
-  if (unparsed > 0)
+  if (unparsed.count > 0)
     t.warnings.push_back(
         fmt::format("{} line(s) mentioning opCount are not COLL lines this reader can read (a "
                     "malformed count or field, or a line cut by another process's output) and were "
-                    "skipped: {}{}",
-                    unparsed, fmt::join(unparsed_at, ", "), unparsed > 3 ? ", ..." : ""));
+                    "skipped: {}",
+                    unparsed.count, unparsed.list(", ")));
   return out;
 }
 
@@ -275,9 +286,10 @@ void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, I
       const bool send = l.op == "Send";
       const int src = send ? rank : peer, dst = send ? peer : rank;
       const std::int64_t tag = p2p_seq[{src, dst, send ? 0 : 1}]++;
+      const std::uint64_t bytes = l.count * static_cast<std::uint64_t>(*elem);
       auto& pair = p2p_pairs[{src, dst, tag}];
-      (send ? pair.first : pair.second) = {&l, l.count * static_cast<std::uint64_t>(*elem)};
-      id = rb.p2p(name, 0, 0, 0, deps, send ? OpKind::send : OpKind::recv, peer, tag, l.count * static_cast<std::uint64_t>(*elem));
+      (send ? pair.first : pair.second) = {&l, bytes};
+      id = rb.p2p(name, 0, 0, 0, deps, send ? OpKind::send : OpKind::recv, peer, tag, bytes);
     } else {
       id = rb.gpu(name, 0, 0, 0, deps, true);
       ++kept;
@@ -286,21 +298,19 @@ void build_ops(const LogLines& log, WorldRanks& w, TraceGraphBuilder& builder, I
   }
   // A Send and the Recv it is matched with (the n-th between the two ranks) that move different
   // sizes: one log cannot say which is right (a mixed or cut log); each keeps its own size.
-  long long differ = 0;
-  std::vector<std::string> differ_at;
+  FirstFew differ;
   for (const auto& [key, pair] : p2p_pairs) {
     const auto& [send, recv] = pair;
     if (send.first == nullptr || recv.first == nullptr || send.second == recv.second) continue;
-    if (++differ <= 3)
-      differ_at.push_back(fmt::format("{}:{} Send count {} ({} B) and {}:{} Recv count {} ({} B)",
-                                      send.first->file, send.first->line_no, send.first->count, send.second,
-                                      recv.first->file, recv.first->line_no, recv.first->count, recv.second));
+    differ.add(fmt::format("{}:{} Send count {} ({} B) and {}:{} Recv count {} ({} B)", send.first->file,
+                           send.first->line_no, send.first->count, send.second, recv.first->file,
+                           recv.first->line_no, recv.first->count, recv.second));
   }
-  if (differ > 0)
+  if (differ.count > 0)
     t.warnings.push_back(fmt::format(
         "{} Send/Recv pair(s) matched as one transfer move different sizes (a mixed or cut log; each side "
-        "keeps its own): {}{}",
-        differ, fmt::join(differ_at, "; "), differ > 3 ? "; ..." : ""));
+        "keeps its own): {}",
+        differ.count, differ.list("; ")));
   if (blocks) {
     t.warnings.push_back("communicators smaller than the world are taken as aligned blocks of consecutive ranks "
                          "(the log does not list their members)");
