@@ -28,6 +28,30 @@ double RankParams::layer_dense(std::int64_t l) const {
   return (total - replicated) / tp_ + replicated;
 }
 
+namespace {
+// Weight-matrix entries of one MLP of width f (GELU: fc1 and fc2; SwiGLU: gate, up and down).
+double mlp_gemm(const ModelSpec& m, std::int64_t f) {
+  return (m.mlp == MlpKind::gelu ? 2.0 : 3.0) * static_cast<double>(m.hidden) * static_cast<double>(f);
+}
+}  // namespace
+
+double RankParams::layer_dense_gemm(std::int64_t l) const {
+  const double h = static_cast<double>(m_.hidden);
+  double gemm = 2 * h * static_cast<double>(m_.q_width()) + 2 * h * static_cast<double>(m_.kv_width());
+  if (m_.is_moe_layer(l)) {
+    gemm += m_.moe->shared_experts * mlp_gemm(m_, m_.moe->ffn_hidden);
+  } else {
+    gemm += mlp_gemm(m_, m_.ffn_hidden);
+  }
+  if (m_.is_mtp_layer(l)) gemm += 2 * h * h;  // eh_proj
+  return gemm / tp_;                          // every matrix is split over TP (column- or row-parallel)
+}
+
+double RankParams::layer_expert_gemm(std::int64_t l) const {
+  if (!m_.is_moe_layer(l)) return 0;
+  return static_cast<double>(m_.moe->experts) / ep_ * mlp_gemm(m_, m_.moe->ffn_hidden) / etp_;
+}
+
 double RankParams::layer_expert(std::int64_t l) const {
   if (!m_.is_moe_layer(l)) return 0;
   const double local_experts = static_cast<double>(m_.moe->experts) / ep_;

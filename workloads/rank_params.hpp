@@ -26,6 +26,12 @@ class RankParams {
   // Routed-expert parameters of layer `l` on one rank: the experts split over EP, each expert's
   // matrices (and fc1's bias) over expert TP; fc2's bias, added after the expert-TP reduction, whole.
   double layer_expert(std::int64_t l) const;
+  // The GEMM weight matrices among those (QKV, the attention projection, the MLP's or the shared
+  // experts' matrices, MTP's eh_proj), without norms, biases and router: what Transformer Engine
+  // holds as FP8 tensors under --fp8-param-gather.
+  double layer_dense_gemm(std::int64_t l) const;
+  // The routed experts' weight matrices on one rank (their biases excluded).
+  double layer_expert_gemm(std::int64_t l) const;
   // The input embedding on the first stage: the vocabulary split over TP, the learned position
   // table (s x h) whole.
   double embedding() const;

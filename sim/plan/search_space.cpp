@@ -127,6 +127,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
           par.zero = zero;
           // Only the distributed optimizer (ZeRO 1/2) gathers parameters after the step.
           par.overlap_param_gather = space.overlap_param_gather && (zero == 1 || zero == 2);
+          par.fp8_param_gather = space.fp8_param_gather && zero >= 1;
           for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
             par.micro_batch = mb;
             for (bool sp : sps) {

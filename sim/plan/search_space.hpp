@@ -39,6 +39,7 @@ struct SearchSpace {
   bool tp_backward_overlap = true;  // every candidate: ParallelConfig::tp_backward_overlap
   bool overlap_grad_reduce = true;  // every candidate: ParallelConfig::overlap_grad_reduce
   bool overlap_param_gather = false;  // candidates with ZeRO 1/2: ParallelConfig::overlap_param_gather
+  bool fp8_param_gather = false;      // candidates with ZeRO >= 1: ParallelConfig::fp8_param_gather
   double grad_bytes = 2;            // every candidate: ParallelConfig::grad_bytes (bf16 2, fp32 4)
 };
 

@@ -130,6 +130,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["order"] = order_string(p.order);
   defaults["overlap_grad_reduce"] = p.overlap_grad_reduce;
   defaults["overlap_param_gather"] = p.overlap_param_gather;
+  defaults["fp8_param_gather"] = p.fp8_param_gather;
   defaults["bucket_params"] =
       p.bucket_params > 0 ? json(p.bucket_params) : json(nullptr);  // null: Megatron's default
   defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";

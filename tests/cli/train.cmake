@@ -131,3 +131,15 @@ commstack_cli_error_test(NAME train.mtp_layout_missing
 commstack_cli_error_test(NAME train.mtp_num_layers_negative
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --mtp-num-layers -1
   MATCH "--mtp-num-layers")
+# FP8 parameter all-gather (Megatron-Core --fp8-param-gather): the GEMM weights' all-gathers move
+# 1 byte per entry and the step all-reduces the scales' amaxes over DP; FP8 training and a sharded
+# parameter gather (ZeRO >= 1) are required, as Megatron asserts.
+commstack_cli_test(NAME train.fp8_param_gather
+  ARGS train --cluster dgx-h100 --nodes 2 --model llama3-8b --tp 2 --zero 1 --precision fp8 --sequence-parallel --global-batch 16 --fp8-param-gather on
+  MATCH "fp8-param-gather on\n.*dp[.]fp8_amax_all_reduce all_reduce over dp_cp [(]8 ranks[)]")
+commstack_cli_error_test(NAME train.fp8_param_gather_bf16
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --zero 1 --global-batch 8 --fp8-param-gather on
+  MATCH "[$].fp8_param_gather: true needs precision fp8")
+commstack_cli_error_test(NAME train.fp8_param_gather_zero0
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --precision fp8 --global-batch 8 --fp8-param-gather on
+  MATCH "[$].fp8_param_gather: true needs a parameter all-gather to run in FP8 .*zero is 0")

@@ -407,6 +407,103 @@ TEST_CASE("work: 1F1B posts each stage-boundary receive at its schedule point an
   for (const Op* r : ops_named(gi, 0, "pp.recv_grad")) CHECK(r->deps.empty());
 }
 
+double total_bytes(const std::vector<const Op*>& ops) {
+  double sum = 0;
+  for (const Op* op : ops) sum += static_cast<double>(op->bytes);
+  return sum;
+}
+
+TEST_CASE("work: --fp8-param-gather moves the GEMM weights' bytes of the parameter all-gathers as FP8") {
+  ModelSpec m = tiny_gpt();  // h 256, a 8 (q = kv = 256), f 1024, GELU, 8 layers
+  const char* base = R"({"tp":2,"pp":2,"dp":2,"zero":1,"precision":"fp8","micro_batch":1,"global_batch":8,
+    "bucket_params":100000})";
+  const ParallelConfig bf16_gather = cfg(m, base);
+  ParallelConfig fp8_gather = bf16_gather;
+  fp8_gather.fp8_param_gather = true;
+  const OpGraph before = generate_op_graph(m, bf16_gather);
+  const OpGraph after = generate_op_graph(m, fp8_gather);
+  REQUIRE(job_is_acyclic(after));
+  // Per layer and TP rank the matrices are QKV + projection (2 h (q + kv) = 4 h^2 here) and fc1 + fc2
+  // (2 h f), split over TP 2: 393216 entries; each stage holds 4 layers, whose gathers lose 1 byte each.
+  const double gemm_per_layer = (2.0 * 256 * 256 + 2.0 * 256 * 256 + 2.0 * 256 * 1024) / 2;
+  CHECK(gemm_per_layer == 393216);
+  for (int rank : {0, 4}) {
+    CAPTURE(rank);
+    const auto a = ops_named(before, rank, "dp.param_gather");
+    const auto b = ops_named(after, rank, "dp.param_gather");
+    REQUIRE(a.size() > 1);
+    REQUIRE(b.size() == a.size());
+    CHECK(total_bytes(a) - total_bytes(b) == doctest::Approx(4 * gemm_per_layer).epsilon(1e-12));
+    // The gradients still reduce in bf16.
+    CHECK(total_bytes(ops_named(after, rank, "dp.grad_bucket")) ==
+          total_bytes(ops_named(before, rank, "dp.grad_bucket")));
+    // One amax per FP8 weight (QKV, projection, fc1, fc2 of each of the 4 layers), fp32, all-reduced
+    // over DP after the step; the parameter gathers wait for it.
+    const auto amax = ops_named(after, rank, "dp.fp8_amax_all_reduce");
+    REQUIRE(amax.size() == 1);
+    CHECK(amax[0]->bytes == 4 * 16);
+    CHECK(amax[0]->collective == Collective::all_reduce);
+    for (const Op* g : b) CHECK(std::find(g->deps.begin(), g->deps.end(), amax[0]->id) != g->deps.end());
+    CHECK(ops_named(before, rank, "dp.fp8_amax_all_reduce").empty());
+  }
+  // ZeRO-3 / FSDP: each layer's gather moves 2 bytes per parameter less its matrices' entries.
+  const char* fsdp = R"({"tp":2,"pp":1,"dp":4,"zero":3,"precision":"fp8","micro_batch":1,"global_batch":8})";
+  ParallelConfig z3 = cfg(m, fsdp);
+  ParallelConfig z3_fp8 = z3;
+  z3_fp8.fp8_param_gather = true;
+  const RankParams held(m, 2, 1, 1, 2);
+  const OpGraph graph3 = generate_op_graph(m, z3);
+  const OpGraph graph3_fp8 = generate_op_graph(m, z3_fp8);
+  const auto g3 = ops_named(graph3, 0, "zero3.gather_weights");
+  const auto g3_fp8 = ops_named(graph3_fp8, 0, "zero3.gather_weights");
+  REQUIRE(!g3.empty());
+  REQUIRE(g3.size() == g3_fp8.size());
+  for (std::size_t i = 0; i < g3.size(); ++i) {
+    CHECK(static_cast<double>(g3[i]->bytes) == doctest::Approx(2 * held.layer_dense(0)).epsilon(1e-12));
+    CHECK(static_cast<double>(g3_fp8[i]->bytes) ==
+          doctest::Approx(2 * held.layer_dense(0) - gemm_per_layer).epsilon(1e-12));
+  }
+  // Megatron's rules: FP8 weights need FP8 training and a sharded parameter all-gather.
+  CHECK_THROWS_WITH_AS(
+      cfg(m, R"({"tp":2,"dp":2,"zero":1,"fp8_param_gather":true,"micro_batch":1,"global_batch":8})"),
+      doctest::Contains("fp8_param_gather"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(
+      cfg(m,
+          R"({"tp":2,"dp":2,"zero":0,"precision":"fp8","fp8_param_gather":true,"micro_batch":1,"global_batch":8})"),
+      doctest::Contains("zero is 0"), commstack::InputError);
+}
+
+TEST_CASE("work: --fp8-param-gather on a MoE model: the experts' matrices and their amaxes over expert DP") {
+  ModelSpec m = tiny_moe();  // h 128, 4 layers (first dense), 4 experts of width 256 + 1 shared, SwiGLU
+  const char* base = R"({"tp":1,"pp":1,"dp":4,"ep":2,"zero":1,"precision":"fp8","micro_batch":1,
+    "global_batch":8})";
+  const ParallelConfig p = cfg(m, base);
+  ParallelConfig q = p;
+  q.fp8_param_gather = true;
+  const OpGraph before = generate_op_graph(m, p);
+  const OpGraph after = generate_op_graph(m, q);
+  REQUIRE(job_is_acyclic(after));
+  // 3 MoE layers x 2 local experts x 3 h f_e matrices entries, 1 byte less each.
+  const double expert_gemm = 3 * 2 * 3.0 * 128 * 256;
+  CHECK(total_bytes(ops_named(before, 0, "dp.expert_param_gather")) -
+            total_bytes(ops_named(after, 0, "dp.expert_param_gather")) ==
+        doctest::Approx(expert_gemm).epsilon(1e-12));
+  // Dense matrices: attention 2 h (q + kv) = 2*128*(128 + 64); the dense layer's MLP 3 h f; each MoE
+  // layer's shared expert 3 h f_e.
+  const double dense_gemm = 4 * 2.0 * 128 * (128 + 64) + 3.0 * 128 * 512 + 3 * 3.0 * 128 * 256;
+  CHECK(total_bytes(ops_named(before, 0, "dp.param_gather")) -
+            total_bytes(ops_named(after, 0, "dp.param_gather")) ==
+        doctest::Approx(dense_gemm).epsilon(1e-12));
+  // Amaxes: 4 per layer (QKV, projection, fc1, fc2 or the shared expert's) over DP; 2 per local
+  // expert over expert DP (tp*dp/ep = 2 ranks).
+  const auto dense_amax = ops_named(after, 0, "dp.fp8_amax_all_reduce");
+  const auto expert_amax = ops_named(after, 0, "dp.expert_fp8_amax_all_reduce");
+  REQUIRE(dense_amax.size() == 1);
+  REQUIRE(expert_amax.size() == 1);
+  CHECK(dense_amax[0]->bytes == 4 * 16);
+  CHECK(expert_amax[0]->bytes == 4 * 3 * 2 * 2);
+}
+
 TEST_CASE("work: --overlap-param-gather moves ZeRO-1's parameter all-gathers into the next forward") {
   ModelSpec m = tiny_gpt();
   const char* base =

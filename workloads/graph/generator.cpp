@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "workloads/flops.hpp"
 #include "workloads/graph/schedule.hpp"
@@ -171,6 +172,11 @@ private:
   // ---- parameters on this rank ---------------------------------------------------------------
   double layer_dense_params(std::int64_t l) const { return held_.layer_dense(l); }
   double layer_expert_params(std::int64_t l) const { return held_.layer_expert(l); }
+  // Bytes of a bf16 parameter all-gather of `params` parameters, `gemm` of them weight matrices:
+  // with --fp8-param-gather those travel as FP8, 1 byte each.
+  double param_gather_bytes(double params, double gemm) const {
+    return p_.fp8_param_gather ? 2 * params - gemm : 2 * params;
+  }
   int virtual_stage(int chunk) const { return chunk * p_.pp + me_.pp; }
   bool first_virtual(int chunk) const { return virtual_stage(chunk) == 0; }
   bool last_virtual(int chunk) const { return virtual_stage(chunk) == p_.pp * p_.virtual_stages - 1; }
@@ -191,12 +197,14 @@ private:
   void zero3_gather(std::int64_t l, Phase ph, int mb, int chunk) {
     if (p_.zero != 3) return;
     if (p_.dp * p_.cp > 1) {
-      collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * layer_dense_params(l), "zero3.gather_weights", ph, mb,
-                 l, chunk, true);
+      collective(Stream::dp, Collective::all_gather, dp_comm_,
+                 param_gather_bytes(layer_dense_params(l), held_.layer_dense_gemm(l)), "zero3.gather_weights",
+                 ph, mb, l, chunk, true);
     }
     if (layer_expert_params(l) > 0 && p_.expert_dp() > 1) {
-      collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * layer_expert_params(l), "zero3.gather_expert_weights",
-                 ph, mb, l, chunk, true);
+      collective(Stream::dp, Collective::all_gather, edp_comm_,
+                 param_gather_bytes(layer_expert_params(l), held_.layer_expert_gemm(l)),
+                 "zero3.gather_expert_weights", ph, mb, l, chunk, true);
     }
   }
 
@@ -667,6 +675,7 @@ private:
   // ---- end of iteration: DP gradient reduction, optimizer, ZeRO parameter gather ----------------
   struct Bucket {
     double dense = 0, expert = 0;
+    double dense_gemm = 0, expert_gemm = 0;  // the weight matrices among them (FP8 under --fp8-param-gather)
     int chunk = 0;
     std::vector<std::int64_t> layers;  // in the order their gradients are added (backward order)
     bool output = false, embedding = false;
@@ -694,12 +703,16 @@ private:
       for (std::int64_t l = mtp.last - 1; l >= mtp.first; --l) {
         b.dense += layer_dense_params(l) + (l == mtp.first ? held_.mtp_embedding_copy() : 0);
         b.expert += layer_expert_params(l);
+        b.dense_gemm += held_.layer_dense_gemm(l);
+        b.expert_gemm += held_.layer_expert_gemm(l);
         b.layers.push_back(l);
         if (b.dense + b.expert >= static_cast<double>(p_.bucket_size())) close();
       }
       for (std::int64_t l = r.last - 1; l >= r.first; --l) {
         b.dense += layer_dense_params(l);
         b.expert += layer_expert_params(l);
+        b.dense_gemm += held_.layer_dense_gemm(l);
+        b.expert_gemm += held_.layer_expert_gemm(l);
         b.layers.push_back(l);
         if (b.dense + b.expert >= static_cast<double>(p_.bucket_size())) close();
       }
@@ -728,14 +741,14 @@ private:
       if (it->chunk != chunk) continue;
       int last = -1;
       if (it->dense > 0) {
-        last = collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * it->dense, "dp.param_gather",
-                          Phase::forward, 0, -1, chunk, false,
-                          after_last_compute());
+        last = collective(Stream::dp, Collective::all_gather, dp_comm_,
+                          param_gather_bytes(it->dense, it->dense_gemm), "dp.param_gather", Phase::forward, 0,
+                          -1, chunk, false, after_last_compute());
       }
       if (it->expert > 0 && p_.expert_dp() > 1) {
-        last = collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * it->expert,
-                          "dp.expert_param_gather", Phase::forward, 0, -1, chunk, false,
-                          after_last_compute());
+        last = collective(Stream::dp, Collective::all_gather, edp_comm_,
+                          param_gather_bytes(it->expert, it->expert_gemm), "dp.expert_param_gather",
+                          Phase::forward, 0, -1, chunk, false, after_last_compute());
       }
       if (last < 0) continue;
       for (std::int64_t l : it->layers) gather_of_layer_[l] = last;
@@ -817,18 +830,52 @@ private:
     pending_ = before_step;
     const int step =
         compute("optimizer.adam", ComputeClass::optimizer, 12 * owned, owned * (26 + p_.grad_bytes), O, -1, -1, 0);
+    // --fp8-param-gather: the step casts its updated shard to FP8, and each optimizer (dense, expert)
+    // all-reduces the new amaxes of its FP8 weights, one fp32 each, over its data-parallel group
+    // (Transformer Engine's cast_master_weights_to_fp8, called by Megatron's quantize_param_shard);
+    // the parameter all-gathers wait for the scales.
+    std::vector<int> gather_deps{step};
+    if (p_.fp8_param_gather && p_.zero >= 1) {
+      const auto [dense_tensors, expert_tensors] = fp8_weight_tensors();
+      if (dense_tensors > 0 && p_.dp * p_.cp > 1) {
+        gather_deps.push_back(collective(Stream::dp, Collective::all_reduce, dp_comm_, 4 * dense_tensors,
+                                         "dp.fp8_amax_all_reduce", O, -1, -1, 0, false, {step}));
+      }
+      if (expert_tensors > 0 && p_.expert_dp() > 1) {
+        gather_deps.push_back(collective(Stream::dp, Collective::all_reduce, edp_comm_, 4 * expert_tensors,
+                                         "dp.expert_fp8_amax_all_reduce", O, -1, -1, 0, false, {step}));
+      }
+    }
     if ((p_.zero == 1 || p_.zero == 2) && !p_.overlap_param_gather) {
       for (const Bucket& b : buckets_) {
         if (b.dense > 0 && p_.dp * p_.cp > 1) {
-          collective(Stream::dp, Collective::all_gather, dp_comm_, 2 * b.dense, "dp.param_gather", O, -1, -1, b.chunk,
-                     false, {step});
+          collective(Stream::dp, Collective::all_gather, dp_comm_, param_gather_bytes(b.dense, b.dense_gemm),
+                     "dp.param_gather", O, -1, -1, b.chunk, false, gather_deps);
         }
         if (b.expert > 0 && p_.expert_dp() > 1) {
-          collective(Stream::dp, Collective::all_gather, edp_comm_, 2 * b.expert, "dp.expert_param_gather", O, -1, -1,
-                     b.chunk, false, {step});
+          collective(Stream::dp, Collective::all_gather, edp_comm_,
+                     param_gather_bytes(b.expert, b.expert_gemm), "dp.expert_param_gather", O, -1, -1,
+                     b.chunk, false, gather_deps);
         }
       }
     }
+  }
+
+  // FP8 weight tensors this rank holds (each has its own scale and amax): per layer the attention's
+  // QKV and projection, the MLP's (or shared experts') fc1 and fc2 (TE fuses gate and up), MTP's
+  // eh_proj; per local routed expert its fc1 and fc2 (TE's grouped linear keeps one weight each).
+  std::pair<double, double> fp8_weight_tensors() const {
+    double dense = 0, expert = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c) {
+      for (const LayerRange r : {stage_layers(m_, p_, me_.pp, c), mtp_stage_layers(m_, p_, me_.pp, c)}) {
+        for (std::int64_t l = r.first; l < r.last; ++l) {
+          const bool moe = m_.is_moe_layer(l);
+          dense += 2 + (!moe || m_.moe->shared_experts > 0 ? 2 : 0) + (m_.is_mtp_layer(l) ? 1 : 0);
+          if (moe) expert += 2.0 * m_.moe->experts / p_.ep;
+        }
+      }
+    }
+    return {dense, expert};
   }
 
   const ModelSpec& m_;

@@ -206,6 +206,7 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   if (f.has("order")) p.order = parse_order(f, f.string("order"));
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", false);
+  p.fp8_param_gather = f.boolean_or("fp8_param_gather", false);
   // null or absent: Megatron's default, which depends on dp (ParallelConfig::bucket_size).
   p.bucket_params = f.integer_or_unset("bucket_params", 1, std::int64_t{1} << 50).value_or(0);
   std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
@@ -351,6 +352,16 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     bad("overlap_param_gather",
         fmt::format("true needs the distributed optimizer's parameter all-gather (zero 1 or 2), "
                     "but zero is {} (Megatron asserts the same)",
+                    p.zero));
+  }
+  if (p.fp8_param_gather && p.precision != Precision::fp8)
+    bad("fp8_param_gather",
+        "true needs precision fp8 (FP8 weights exist only in FP8 training; Megatron "
+        "asserts the same)");
+  if (p.fp8_param_gather && p.zero < 1) {
+    bad("fp8_param_gather",
+        fmt::format("true needs a parameter all-gather to run in FP8 (zero 1, 2 or 3: the distributed "
+                    "optimizer or FSDP), but zero is {} (Megatron asserts the same)",
                     p.zero));
   }
   if (p.zero == 3 && p.pp > 1)

@@ -86,6 +86,12 @@ struct ParallelConfig {
   // bucket before first use (Megatron-Core --overlap-param-gather, NeMo's default), instead of
   // after the optimizer step. Needs zero 1 or 2.
   bool overlap_param_gather = false;
+  // Transformer Engine keeps the GEMM weights as FP8 tensors and the distributed optimizer (or
+  // FSDP) all-gathers them in FP8, 1 byte each instead of 2 (Megatron-Core --fp8-param-gather,
+  // NeMo's fp8_params); norms, biases, the router and the embedding / output layer stay bf16. The
+  // optimizer casts its updated fp32 shard to FP8 and all-reduces the scales' amaxes over its data-
+  // parallel group. Needs precision fp8 and zero >= 1, as in Megatron.
+  bool fp8_param_gather = false;
   // DP bucket size in parameters; 0: Megatron-Core's default max(4e7, 1e6 x dp*cp), larger buckets
   // for large DP groups so that each ring chunk stays bandwidth-bound (bucket_size()).
   std::int64_t bucket_params = 0;
