@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <system_error>
 #include <set>
 
 #include <fmt/format.h>
@@ -66,7 +67,8 @@ json resolve_cluster(const json& v, const JsonPlace& at) {
   if (std::find(presets.begin(), presets.end(), name) != presets.end()) {
     return workloads::parse_json_text(topologies::preset_json(name), fmt::format("preset {}", name));
   }
-  if (!std::filesystem::exists(name)) {
+  std::error_code ec;  // a name the file system refuses (too long) is no file
+  if (!std::filesystem::exists(name, ec)) {
     fail(at,
          fmt::format("'{}' is neither a preset ({}) nor an existing file", name, fmt::join(presets, ", ")));
   }
@@ -84,7 +86,8 @@ json resolve_model_json(const json& v, const JsonPlace& at) {
     if (stem == name)
       return workloads::parse_json_text(std::string(text), fmt::format("built-in model '{}'", name));
   }
-  if (!std::filesystem::exists(name)) {
+  std::error_code ec;  // a name the file system refuses (too long) is no file
+  if (!std::filesystem::exists(name, ec)) {
     fail(at, fmt::format("'{}' is neither a built-in model ({}) nor an existing file", name,
                          fmt::join(workloads::builtin_model_names(), ", ")));
   }
@@ -131,6 +134,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["overlap_grad_reduce"] = p.overlap_grad_reduce;
   defaults["overlap_param_gather"] = p.overlap_param_gather;
   defaults["fp8_param_gather"] = p.fp8_param_gather;
+  if (model.moe) defaults["moe_shared_expert_overlap"] = p.moe_shared_expert_overlap;
   defaults["bucket_params"] =
       p.bucket_params > 0 ? json(p.bucket_params) : json(nullptr);  // null: Megatron's default
   defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";
@@ -192,8 +196,9 @@ json complete_compute_profile(const json& v, const JsonPlace& at) {
                          type_name(v)));
   const std::string name = v.get<std::string>();
   const auto names = workloads::builtin_compute_profile_names();
+  std::error_code ec;  // a name the file system refuses (too long) is no file
   if (name != "auto" && std::find(names.begin(), names.end(), name) == names.end() &&
-      !std::filesystem::exists(name)) {
+      !std::filesystem::exists(name, ec)) {
     fail(at, fmt::format("'{}' is neither \"auto\", a built-in compute profile ({}) nor an existing file",
                          name, fmt::join(names, ", ")));
   }

@@ -143,3 +143,11 @@ commstack_cli_error_test(NAME train.fp8_param_gather_bf16
 commstack_cli_error_test(NAME train.fp8_param_gather_zero0
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --precision fp8 --global-batch 8 --fp8-param-gather on
   MATCH "[$].fp8_param_gather: true needs a parameter all-gather to run in FP8 .*zero is 0")
+# Shared experts beside the dispatcher's all-to-alls (Megatron-Core --moe-shared-expert-overlap):
+# named in the label; a model without shared experts is refused.
+commstack_cli_test(NAME train.moe_shared_expert_overlap
+  ARGS train --cluster dgx-h100 --nodes 64 --model deepseek-v3 --tp 2 --pp 16 --ep 32 --etp 1 --sequence-parallel --global-batch 512 --recompute full --decoder-first-pipeline-num-layers 4 --decoder-last-pipeline-num-layers 1 --moe-shared-expert-overlap on
+  MATCH "moe-shared-expert-overlap on etp 1 mtp 1 stage layers first 4 middle 4 last 1\n.*iteration time")
+commstack_cli_error_test(NAME train.moe_shared_expert_overlap_no_shared
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --ep 8 --sequence-parallel --global-batch 16 --seq 4096 --moe-shared-expert-overlap on
+  MATCH "[$].moe_shared_expert_overlap: true overlaps the shared experts with the token dispatcher, but mixtral-8x7b has no shared experts")

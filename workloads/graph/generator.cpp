@@ -336,12 +336,19 @@ private:
   // Conjugates of the forward: SP gathers the output gradient, and gathers the input again for
   // the weight gradient (SP stores it sharded); the input gradient is reduce-scattered.
   void mlp_backward(const MlpNames& n, double f, int mb, std::int64_t l, int chunk) {
+    mlp_backward_fc2(n, f, mb, l, chunk);
+    mlp_backward_fc1(n, f, mb, l, chunk);
+  }
+  void mlp_backward_fc2(const MlpNames& n, double f, int mb, std::int64_t l, int chunk) {
     const double h = static_cast<double>(m_.hidden);
-    const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
     const Phase B = Phase::backward;
     tp_gather(n.gather_out_grad, B, mb, l, chunk);
     gemm(n.fc2_bwd, tokens_, f / t_, h, 2, B, mb, l, chunk);
     streaming(n.act_bwd, activation_bwd_bytes() * tokens_ * f / t_, B, mb, l, chunk);
+  }
+  void mlp_backward_fc1(const MlpNames& n, double f, int mb, std::int64_t l, int chunk) {
+    const double h = static_cast<double>(m_.hidden);
+    const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
     column_parallel_backward(n.fc1_bwd_input, n.fc1_bwd_weight, h, in_width / t_, n.gather_in, n.rs_in_grad,
                              n.ar_in_grad, mb, l, chunk);
   }
@@ -371,12 +378,70 @@ private:
     const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
     compute("moe_router", ComputeClass::gemm, lf.router / (t_ * p_.cp),
             eb * (moe_tokens() * h + h * m_.moe->experts + moe_tokens() * m_.moe->experts), ph, mb, l, chunk);
+    if (shared_expert_overlap()) {
+      moe_forward_overlapped(lf, ph, mb, l, chunk);
+      return;
+    }
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch", ph, mb, l, chunk, true);
     expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
     compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
     expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk, true);
     if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
+  }
+  // --moe-shared-expert-overlap (Megatron's MoEAlltoAllTokenDispatcher with SharedExpertMLP on its own
+  // CUDA stream): the shared experts' SP all-gather starts after the router, their fc1 and activation
+  // run while the dispatch all-to-all moves the tokens, their fc2 and SP reduce-scatter while the
+  // combine all-to-all brings them back. The GPU's kernels still run one after another (two GEMMs do
+  // not share the SMs for free, and Megatron keeps the shared fc2 from overlapping the routed
+  // experts), so the routed experts wait for the shared fc1 and the layer's output for both; what
+  // the overlap hides is the all-to-all time.
+  bool shared_expert_overlap() const { return p_.moe_shared_expert_overlap && m_.moe->shared_experts > 0; }
+  void moe_forward_overlapped(const LayerFlops& lf, Phase ph, int mb, std::int64_t l, int chunk) {
+    const MlpNames& n = kSharedExperts;
+    const double h = static_cast<double>(m_.hidden), f = shared_width();
+    const double in_width = m_.mlp == MlpKind::gelu ? f : 2 * f;
+    const int router = last_compute_;
+    tp_gather(n.gather_in, ph, mb, l, chunk);
+    const int dispatch = p_.ep > 1 ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
+                                                "ep.dispatch", ph, mb, l, chunk, false, {router})
+                                   : -1;
+    gemm(n.fc1, tokens_, h, in_width / t_, 1, ph, mb, l, chunk);
+    streaming(ph == Phase::recompute ? n.act_recompute : n.act, activation_fwd_bytes() * tokens_ * f / t_, ph,
+              mb, l, chunk);
+    if (dispatch >= 0) pending_.push_back(dispatch);
+    expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
+    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb,
+            l, chunk);
+    expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
+    const int combine = p_.ep > 1 ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
+                                               "ep.combine", ph, mb, l, chunk, false, after_last_compute())
+                                  : -1;
+    gemm(n.fc2, tokens_, f / t_, h, 1, ph, mb, l, chunk);
+    tp_reduce(n.rs_out, n.ar_out, ph, mb, l, chunk);
+    if (combine >= 0) pending_.push_back(combine);
+  }
+  // The backward mirrors it (autograd runs each op's backward on its forward's stream): the shared
+  // fc2 and activation gradients while the combine's all-to-all returns the output gradient, the
+  // shared fc1 gradients while the dispatch's all-to-all returns the input gradient.
+  void moe_backward_overlapped(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    const Phase B = Phase::backward;
+    const int combine = p_.ep > 1 ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
+                                               "ep.combine.bwd", B, mb, l, chunk, false, after_last_compute())
+                                  : -1;
+    mlp_backward_fc2(kSharedExperts, shared_width(), mb, l, chunk);
+    if (combine >= 0) pending_.push_back(combine);
+    expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
+    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
+            B, mb, l, chunk);
+    expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
+    const int dispatch = p_.ep > 1
+                             ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
+                                          "ep.dispatch.bwd", B, mb, l, chunk, false, after_last_compute())
+                             : -1;
+    mlp_backward_fc1(kSharedExperts, shared_width(), mb, l, chunk);
+    if (dispatch >= 0) pending_.push_back(dispatch);
+    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
   }
   // The routed experts' part of the MoE layer's MLP FLOPs (top_k of top_k + shared expert copies per
   // token); the shared experts run as their own TP-split MLP of width shared x expert width.
@@ -445,7 +510,9 @@ private:
     if (!recomputed) zero3_gather(l, B, mb, chunk);
     if (p_.recompute == Recompute::full && !recomputed) layer_forward(l, Phase::recompute, mb, chunk);
     streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
-    if (m_.is_moe_layer(l)) {
+    if (m_.is_moe_layer(l) && shared_expert_overlap()) {
+      moe_backward_overlapped(lf, mb, l, chunk);
+    } else if (m_.is_moe_layer(l)) {
       if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
       if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
       // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.

@@ -207,6 +207,7 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", false);
   p.fp8_param_gather = f.boolean_or("fp8_param_gather", false);
+  p.moe_shared_expert_overlap = f.boolean_or("moe_shared_expert_overlap", false);
   // null or absent: Megatron's default, which depends on dp (ParallelConfig::bucket_size).
   p.bucket_params = f.integer_or_unset("bucket_params", 1, std::int64_t{1} << 50).value_or(0);
   std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
@@ -353,6 +354,11 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
         fmt::format("true needs the distributed optimizer's parameter all-gather (zero 1 or 2), "
                     "but zero is {} (Megatron asserts the same)",
                     p.zero));
+  }
+  if (p.moe_shared_expert_overlap && (!m.moe || m.moe->shared_experts == 0)) {
+    bad("moe_shared_expert_overlap",
+        fmt::format("true overlaps the shared experts with the token dispatcher, but {} has {}", m.name,
+                    m.moe ? "no shared experts" : "no experts"));
   }
   if (p.fp8_param_gather && p.precision != Precision::fp8)
     bad("fp8_param_gather",

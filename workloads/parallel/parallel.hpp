@@ -78,6 +78,9 @@ struct ParallelConfig {
   // code path of the SC'21 runs, where autograd computes both gradients and then the reduction
   // blocks the stream.
   bool tp_backward_overlap = true;
+  // MoE layers: the shared experts' GEMMs run on their own stream while the token dispatcher's all-
+  // to-alls move the routed tokens (Megatron-Core --moe-shared-expert-overlap); needs shared experts.
+  bool moe_shared_expert_overlap = false;
   // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
