@@ -1,8 +1,12 @@
 // commstack: thin command-line front end. Each verb lives in its own cli/verb_*.cpp file and
 // registers a CLI11 subcommand; this file only wires them and maps errors to exit codes.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +18,40 @@
 #include "common/error.hpp"
 
 namespace {
+
+// What a message may echo of the command line and should cap: each argument, the value of
+// "--flag=value", and the file of a run spec "FILE@key=value" (validate --measured, calibrate
+// --input). Set by run().
+std::vector<std::string> g_user_values;
+
+// A path is shown whole so that the message names the file: one that exists, or one that reads as a
+// path (a '/', no blank or control character, at most PATH_MAX): an output to write, a mistyped input.
+bool shown_whole(const std::string& value) {
+  std::error_code ec;
+  if (std::filesystem::exists(value, ec)) return true;
+  const bool plain = std::all_of(value.begin(), value.end(),
+                                 [](char c) { return std::isgraph(static_cast<unsigned char>(c)) != 0; });
+  return plain && value.find('/') != std::string::npos && value.size() <= 4096;
+}
+
+void collect_user_values(int argc, char** argv) {
+  const auto add = [](const std::string& value) {
+    if (value.size() > commstack::kMaxEchoedChars && !shown_whole(value)) g_user_values.push_back(value);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    add(arg);
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos)
+      add(arg.substr(eq + 1));
+    if (const auto at = arg.find('@'); at != std::string::npos) add(arg.substr(0, at));
+  }
+}
+
+// Every "commstack: error: ..." line: a long value from the command line (not a path) is echoed
+// capped (common/error.hpp echo_value), wherever in the code the message was written.
+void print_error(const std::string& message) {
+  fmt::print(stderr, "commstack: error: {}\n", commstack::cap_echoed_values(message, g_user_values));
+}
 
 // A command-line mistake, in the same form as an unusable input: "commstack: error: ...", status 2.
 // CLI11 checks required options before it reports unexpected arguments, so a mistyped option
@@ -35,7 +73,7 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   // CLI11's "--nodes: 1 required TEXT missing": the option came last, without its value.
   if (const auto at = message.find(": 1 required TEXT missing"); at != std::string::npos)
     message = message.substr(0, at) + ": expected a value after it";
-  fmt::print(stderr, "commstack: error: {}\n", message);
+  print_error(message);
   if (verb == nullptr || extras.empty())
     fmt::print(stderr, "Run commstack {}--help for the options.\n",
                verb != nullptr ? verb->get_name() + " " : "");
@@ -43,6 +81,7 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
 }
 
 int run(int argc, char** argv) {
+  collect_user_values(argc, argv);
   CLI::App app{"commstack: predict the communication time of LLM training on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "commstack 0.1.0");
@@ -55,7 +94,7 @@ int run(int argc, char** argv) {
     return usage_error(app, e);
   } catch (const commstack::InputError& e) {
     // Raised by option validators (sizes, presets) during parsing.
-    fmt::print(stderr, "commstack: error: {}\n", e.what());
+    print_error(e.what());
     return 2;
   }
   try {
@@ -63,7 +102,7 @@ int run(int argc, char** argv) {
   } catch (const commstack::cli::Interrupted&) {
     return 130;  // stopped by Ctrl-C after printing what it had (cli/interrupt.hpp)
   } catch (const commstack::InputError& e) {
-    fmt::print(stderr, "commstack: error: {}\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "commstack: internal error: {}\n", e.what());

@@ -113,17 +113,9 @@ std::string bandwidth_side(const fit::ErrorSplit& sp) {
 // The communicator the predictions ran on, as NCCL_DEBUG=INFO prints it at init ("24 coll
 // channels, ... nvls channels").
 std::string comm_text(const fit::MeasuredRun& run, const fit::ValidationResult& v) {
-  const select::CommShape& shape = v.comm;
-  std::string comm_line = select::describe_comm(shape);
   // NCCL_MIN_CTAS / NCCL_MAX_CTAS (or the older NCCL_MIN/MAX_NCHANNELS) bound the communicator's
   // channels (NCCL prints its count after them, connect.cc); a small call may still use fewer.
-  if (const auto& env = run.knobs.env; env.min_ctas > 0 || env.max_ctas > 0) {
-    int bounded = shape.n_channels;
-    if (env.max_ctas > 0) bounded = std::min(bounded, env.max_ctas);
-    if (env.min_ctas > 0) bounded = std::max(bounded, env.min_ctas);
-    comm_line += fmt::format(", {} under NCCL_MIN/MAX_CTAS", bounded);
-  }
-  return comm_line;
+  return select::describe_comm(v.comm, run.knobs.env);
 }
 
 nlohmann::json rows_json(const ValidateReport& report) {

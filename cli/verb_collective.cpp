@@ -223,7 +223,8 @@ StackModel choose_model(const CollectiveOptions& o, const topologies::ClusterSpe
   info.model = fmt::format("calibrated stack model, profile {} ({}), NCCL {} selection", model.profile.name,
                            model.profile.origin, select::to_string(knobs.nccl_version));
   // The communicator as NCCL's topology search builds it (what NCCL_DEBUG=INFO prints at init).
-  info.model += "; " + select::describe_comm(model.predictor->shape());
+  // The coll channels after --min-channels / --max-channels, as NCCL prints them after NCCL_MIN/MAX_CTAS.
+  info.model += "; " + select::describe_comm(model.predictor->shape(), knobs.env);
   info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
   return model;
 }
@@ -362,6 +363,10 @@ void run(const CollectiveOptions& o) {
   info.step_factor = factor;
   const StackModel model = choose_model(o, spec, topo, algorithm, channels, info);
   const bool use_stack = model.predictor.has_value();
+  if (use_stack) {
+    if (const std::string note = model.predictor->p2p_proto_note(op); !note.empty())
+      fmt::print(stderr, "commstack: note: {}\n", note);
+  }
   if (const std::string note = topologies::several_nics_note(topo); !use_stack && !note.empty())
     fmt::print(stderr, "commstack: note: {}\n", note);
 

@@ -62,6 +62,17 @@ void refuse_outputs_over_inputs(const ReplayCliOptions& o) {
   refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
 }
 
+// A device or a pipe (/dev/zero, <(zcat t.json.gz)) exists but is no trace file: the importers
+// read a trace by path more than once (its format first), and would otherwise call it missing.
+void check_trace_path(const std::string& path) {
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    throw InputError(fmt::format(
+        "--trace {}: it is {}, not a regular file; expected a trace file (Kineto/PyTorch profiler JSON(.gz), "
+        "Chakra JSON, NCCL_DEBUG=INFO log, OTF2 archive) or a directory of per-rank files (a stream must be "
+        "saved to a file first: a trace is read more than once)",
+        path, kind));
+}
+
 void run(const ReplayCliOptions& o) {
   refuse_outputs_over_inputs(o);
   if (o.format != "text" && o.format != "json") {
@@ -76,6 +87,7 @@ void run(const ReplayCliOptions& o) {
   workloads::importers::LoadOptions lo;
   lo.iteration = o.iteration;
   const int scale_pp = static_cast<int>(parse_int(o.scale_pp, "--scale-pp", 1, 1 << 10));
+  check_trace_path(o.trace);
   auto trace = workloads::importers::load_trace(o.trace, lo);
   std::string pp_rule;
   if (scale_pp > 1) trace = sim::replay::scale_pipeline(trace, scale_pp, pp_rule);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,7 +41,8 @@ struct ValidateOptions {
 // A path that exists as typed is a file even when it contains '@'.
 void merge_measured_keys(const std::string& measured, fit::RunSpec& spec) {
   spec.file = measured;
-  if (measured.find('@') == std::string::npos || std::filesystem::exists(measured)) return;
+  std::error_code ec;  // a name the file system refuses (too long) is no file: read as a run spec
+  if (measured.find('@') == std::string::npos || std::filesystem::exists(measured, ec)) return;
   const fit::RunSpec keys = fit::parse_run_spec(measured, "--measured");
   // Only keys folded below are taken: a run-spec key added later fails here instead of being lost.
   const std::vector<std::string> folded{"cluster",    "nodes",     "gpus_per_node", "gpus_per_thread",

@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "cli/output_paths.hpp"
@@ -55,6 +57,22 @@ void run(const WhatifOptions& o) {
   }
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
     throw InputError(fmt::format("--format: unknown format '{}'; expected text, csv or json", o.format));
+  }
+  if (o.check) {
+    // --check simulates nothing, so there is no table, CSV, JSON or chart to write: an output flag
+    // with it would be silently ignored (a CI job would wait for a file that never comes).
+    std::vector<std::string> outputs;
+    if (o.format != "text") outputs.push_back("--format " + o.format);
+    if (!o.output.empty()) outputs.push_back("--output " + o.output);
+    if (!o.save_csv.empty()) outputs.push_back("--save-csv " + o.save_csv);
+    if (!o.save_json.empty()) outputs.push_back("--save-json " + o.save_json);
+    if (!o.plot.empty()) outputs.push_back("--plot " + o.plot);
+    if (!outputs.empty())
+      throw InputError(fmt::format(
+          "--check with {}: --check only checks the scenario and simulates nothing, so there is no result "
+          "to format or write; expected --check alone (its one line on stdout), or the output flags without "
+          "--check",
+          fmt::join(outputs, ", ")));
   }
   if (o.jobs && (*o.jobs < 1 || *o.jobs > 4096))
     throw InputError(fmt::format("--jobs: expected 1 to 4096, got {}", *o.jobs));
@@ -117,8 +135,10 @@ void register_whatif(CLI::App& app) {
   sub->add_option("--jobs,-j", opts->jobs,
                   "Runs simulated at once, one process each (default: CPUs available)");
   sub->add_flag("--progress", opts->progress, "Report progress on stderr even when it is not a terminal");
-  sub->add_flag("--check", opts->check,
-                "Only check the scenario (every variant parsed, built and validated)");
+  sub->add_flag(
+      "--check", opts->check,
+      "Only check the scenario (every variant parsed, built and validated); nothing is simulated, so "
+      "--format, --output, --save-csv, --save-json and --plot are refused with it");
   sub->add_flag("--list", opts->list, "List the built-in scenarios");
   on_selected(sub, [opts] { run(*opts); });
 }

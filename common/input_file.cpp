@@ -47,6 +47,18 @@ bool is_input_file(const std::string& path) {
   return unreadable_reason(path).empty();
 }
 
+std::string special_file_kind(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st) || fs::is_regular_file(st) || fs::is_directory(st)) return "";
+  if (fs::is_character_file(st)) return "a character device";
+  if (fs::is_block_file(st)) return "a block device";
+  if (fs::is_fifo(st)) return "a pipe (FIFO)";
+  if (fs::is_socket(st)) return "a socket";
+  return "a special file";
+}
+
 std::string read_input_file(const std::string& path, std::string_view what) {
   check_input_file(path, what);
   std::error_code ec;

@@ -18,4 +18,11 @@ void check_input_file(const std::string& path, std::string_view what = "file");
 // True when read_input_file would open the path (for "a preset name or a file" options).
 bool is_input_file(const std::string& path);
 
+// What a path that exists but is neither a regular file nor a directory is: "a character device"
+// (/dev/zero, /dev/null), "a block device", "a pipe (FIFO)", "a socket" or "a special file"; "" for
+// a regular file, a directory (symbolic links followed) or a path that does not exist. For inputs
+// read by path more than once (a trace: its format is detected, then it is imported), which a device
+// or a pipe cannot serve.
+std::string special_file_kind(const std::string& path);
+
 }  // namespace commstack

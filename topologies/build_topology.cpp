@@ -32,11 +32,25 @@ std::vector<NicSpec> adapt_nics(const ClusterSpec& spec, int gpus) {
 
 }  // namespace
 
+void check_gpus_per_node(const ClusterSpec& spec, int gpus, std::string_view flag) {
+  if (gpus >= 1 && gpus <= spec.node.gpus) return;
+  const std::string origin = spec.origin.empty() ? spec.name : spec.origin;
+  const int n = spec.node.gpus;
+  // load_cluster names a preset's origin "preset NAME"; any other is the user's own file.
+  const bool preset = origin.starts_with("preset ");
+  throw InputError(fmt::format(
+      "{} {}: {}'s nodes hold {} GPU{}; expected {}{} (fewer runs the job on some of each node's GPUs; {})",
+      flag, gpus, origin, n, n == 1 ? "" : "s", n == 1 ? "" : "1..", n,
+      preset ? "a larger node needs a cluster file with its node.gpus, docs/cluster-format.md"
+             : "a larger node needs a larger node.gpus in the file"));
+}
+
 Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes_override, std::optional<int> gpus_override) {
   const int nodes = nodes_override.value_or(spec.nodes);
   const int gpus = gpus_override.value_or(spec.node.gpus);
   if (nodes < 1) throw InputError(fmt::format("--nodes: expected a node count >= 1, got {}", nodes));
   if (gpus < 1 || gpus > 1024) throw InputError(fmt::format("--gpus-per-node: expected 1..1024, got {}", gpus));
+  if (gpus_override) check_gpus_per_node(spec, gpus);
   if (static_cast<long long>(nodes) * gpus > kMaxGpus) {
     throw InputError(fmt::format("--nodes {} x {} GPUs per node: expected at most {} GPUs in total", nodes, gpus, kMaxGpus));
   }

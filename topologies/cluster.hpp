@@ -6,6 +6,7 @@
 // may be added.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -79,10 +80,17 @@ ClusterSpec load_cluster(const std::string& preset_or_path);
 // The JSON document behind load_cluster(), unparsed (to derive a cluster from it).
 nlohmann::json load_cluster_document(const std::string& preset_or_path);
 
-// Builds the topology for `spec`, optionally overriding the node count and GPUs per node.
-// Validates it (connected, every GPU reaches every GPU) and installs the family's router.
+// Builds the topology for `spec`, optionally overriding the node count and GPUs per node (at most
+// the node's: check_gpus_per_node). Validates it (connected, every GPU reaches every GPU) and
+// installs the family's router.
 Topology build_topology(const ClusterSpec& spec, std::optional<int> nodes = std::nullopt,
                         std::optional<int> gpus_per_node = std::nullopt);
+
+// GPUs per node a job can use on the cluster's nodes: 1..spec.node.gpus. Fewer runs a job on some
+// of each node's GPUs (nccl-tests on 4 of 8, one GPU per node); more is a node the cluster does not
+// have (a preset's node is fixed hardware; a cluster file says its own in node.gpus). Throws
+// InputError "FLAG G: ORIGIN's nodes hold N GPUs; expected 1..N ..." otherwise.
+void check_gpus_per_node(const ClusterSpec& spec, int gpus, std::string_view flag = "--gpus-per-node");
 
 // One line per preset: name and description, in preset_names() order (for `commstack topo --list-presets`).
 std::vector<std::pair<std::string, std::string>> preset_descriptions();

@@ -199,6 +199,13 @@ void apply_logged_env(const RunSpec& spec, const NcclTestsResult& log, MeasuredR
     } else if (name == "NCCL_NVLSTREE_MAX_CHUNKSIZE" &&
                spec.knobs.env.nvlstree_max_chunksize == unset.nvlstree_max_chunksize) {
       env.nvlstree_max_chunksize = integer(1, 1L << 30);
+    } else if (name == "NCCL_ALLOC_P2P_NET_LL_BUFFERS" &&
+               spec.knobs.env.alloc_p2p_net_ll_buffers == unset.alloc_p2p_net_ll_buffers) {
+      // src/init.cc: comm->allocP2pNetLLBuffers = ncclParamAllocP2pNetLLBuffers() == 1.
+      env.alloc_p2p_net_ll_buffers = detail::need_int(setting.value, spec.file, setting.line, name) == 1;
+    } else if (name == "NCCL_NET_SHARED_BUFFERS" &&
+               spec.knobs.env.net_shared_buffers == unset.net_shared_buffers) {
+      env.net_shared_buffers = integer(-2, 1 << 30);
     } else if (name == "NCCL_BUFFSIZE" && spec.knobs.buffsize == 0) {
       const std::int64_t v = detail::need_int(setting.value, spec.file, setting.line, name);
       if (v <= 0) throw InputError(fmt::format("{}: expected a positive number of bytes", where));
@@ -647,6 +654,11 @@ void resolve_shape(const RunSpec& spec, const NcclTestsResult& log, MeasuredRun&
         counted ? fmt::format("; its table was measured on {} ranks ({})", counted->ranks, counted->why)
                 : std::string()));
   }
+  // GPUs per node given that the cluster's nodes do not have (the stack model and the topology
+  // refuse them too; said here before the table's shape checks, which would blame the log).
+  if (spec.gpus_per_node)
+    topologies::check_gpus_per_node(run.cluster, run.gpus_per_node,
+                                    fmt::format("{}: --gpus-per-node (or gpus_per_node=)", spec.file));
   // A rank the log names that the shape given cannot hold (partial rank lines: "Rank 127" alone).
   if (!log.ranks.empty()) {
     const auto top =

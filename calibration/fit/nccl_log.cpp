@@ -1,6 +1,7 @@
 #include "calibration/fit/nccl_log.hpp"
 
 #include <array>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,9 @@ namespace {
 constexpr std::array<const char*, 7> kAlgos{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 constexpr std::array<const char*, 3> kProtos{"ll", "ll128", "simple"};
 constexpr std::array<const char*, 5> kFuncs{"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+
+// NCCL numbers at most MAXCHANNELS channels per communicator (src/include/device.h).
+constexpr int kMaxChannels = 64;
 
 // Thrown inside the line handlers; turned into InputError or a warning by the caller.
 struct LineError {
@@ -104,9 +108,9 @@ void parse_tuning_choice(std::string_view msg, int line, NcclLog& log) {
     c.channel_lo = small_int(range.substr(0, dots), "TUNING channel lo");
     c.channel_hi = small_int(range.substr(dots + 2), "TUNING channel hi");
     // NCCL numbers at most MAXCHANNELS (64) channels.
-    if (*c.channel_lo < 0 || *c.channel_hi < *c.channel_lo || *c.channel_hi > 63)
-      bad(fmt::format("TUNING line: channel range {{{}..{}}} must satisfy 0 <= lo <= hi <= 63", *c.channel_lo,
-                      *c.channel_hi));
+    if (*c.channel_lo < 0 || *c.channel_hi < *c.channel_lo || *c.channel_hi > kMaxChannels - 1)
+      bad(fmt::format("TUNING line: channel range {{{}..{}}} must satisfy 0 <= lo <= hi <= {}", *c.channel_lo,
+                      *c.channel_hi, kMaxChannels - 1));
   }
   if (k.i != k.t.size()) bad(fmt::format("TUNING line: unexpected trailing text '{}'", printable(k.t[k.i])));
   log.choices.push_back(std::move(c));
@@ -190,6 +194,11 @@ void parse_channel(std::string_view msg, int line, NcclLog& log) {
   r.line = line;
   r.channel = small_int(id.substr(0, slash), "Channel number");
   r.n_channels = small_int(id.substr(slash + 1), "Channel count");
+  if (r.n_channels < 1 || r.n_channels > kMaxChannels || r.channel < 0 || r.channel >= r.n_channels)
+    bad(fmt::format(
+        "Channel line: 'Channel {}' is not a channel NCCL prints; expected NN/MM with 1 <= MM <= {} "
+        "(MAXCHANNELS) and 0 <= NN < MM",
+        printable(id), kMaxChannels));
   k.expect(":");
   while (k.i < k.t.size()) r.ranks.push_back(small_int(k.t[k.i++], "Channel ring rank"));
   if (r.ranks.empty()) bad("Channel line: no ranks after ':' (truncated line?)");
@@ -342,6 +351,34 @@ void parse_table_line(std::string_view msg, int line, NcclLog& log, TableState& 
   log.tuning_table.insert(log.tuning_table.end(), row.begin(), row.end());
 }
 
+// "16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer"
+// (init.cc). A count NCCL cannot print (coll and p2p outside 1-64; nvls and collnet outside 0-64: 0 is
+// NCCL without NVLS or CollNet) refuses the whole line, none of its counts kept.
+void parse_channel_counts(std::string_view msg, NcclLog& log) {
+  const auto t = split_ws(msg);
+  std::optional<int> coll, nvls, p2p;
+  for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+    const std::string_view what = t[i + 1];
+    if (t[i + 2].substr(0, 8) != "channels") continue;
+    const int v = small_int(t[i], "channel count");
+    const int lo = what == "nvls" || what == "collnet" ? 0 : 1;
+    if (v < lo || v > kMaxChannels)
+      bad(fmt::format(
+          "NCCL's channel line: '{} {} channels' is not a channel count NCCL prints; expected {}-{} "
+          "(MAXCHANNELS)",
+          v, printable(what), lo, kMaxChannels));
+    if (what == "coll")
+      coll = v;
+    else if (what == "nvls")
+      nvls = v;
+    else if (what == "p2p" && !p2p)
+      p2p = v;  // the first: "2 p2p channels per peer" follows
+  }
+  if (coll) log.coll_channels = coll;
+  if (nvls) log.nvls_channels = nvls;
+  if (p2p && !log.p2p_channels) log.p2p_channels = p2p;  // the first line's, as every rank prints one
+}
+
 bool is_table_line(std::string_view msg) {
   std::string_view t = trim(msg);
   if (t.find('|') == std::string_view::npos) return false;
@@ -429,15 +466,7 @@ NcclLog parse_nccl_log(std::string_view text, const std::string& origin, NcclLog
         if (!value.empty() && value.back() == '.') value.remove_suffix(1);
         if (!var.empty() && var.find(' ') == std::string_view::npos) log.env[std::string(var)] = std::string(value);
       } else if (tm.find(" coll channels,") != std::string_view::npos) {
-        auto t = split_ws(tm);
-        for (std::size_t i = 0; i + 2 < t.size(); ++i) {
-          std::string_view what = t[i + 1];
-          if (t[i + 2].substr(0, 8) != "channels") continue;
-          int v = small_int(t[i], "channel count");
-          if (what == "coll") log.coll_channels = v;
-          else if (what == "nvls") log.nvls_channels = v;
-          else if (what == "p2p") log.p2p_channels = log.p2p_channels ? log.p2p_channels : v;
-        }
+        parse_channel_counts(tm, log);
       } else if (tm.find("NVLS multicast support is available") != std::string_view::npos) {
         log.nvls_multicast = true;
       }

@@ -89,6 +89,12 @@ std::vector<int> channel_ring(const topologies::Topology& topo, const std::vecto
 // depth (Direct 2, Chain the ranks of a node), down to 32 KiB. Throws what add_collective would.
 double collnet_nccl_chunk(const topologies::Topology& topo, const CollectiveSpec& spec);
 
+// The network ports of GPU rank `gpu` that CollNet could use: its own cable to a fabric switch and
+// each of its NICs' cables to one (leaves, spines, cores: the switches that reduce, InfiniBand
+// SHARP). Torus and dragonfly routers do not reduce, so a GPU whose NICs reach only routers has
+// none (collnet.cpp).
+int collnet_ports(const topologies::Topology& topo, int gpu);
+
 // nccl-tests bus bandwidth factor: busbw = algbw * factor.
 double bus_bandwidth_factor(CollectiveOp op, int nranks);
 

@@ -154,6 +154,31 @@ RailHops add_rail_tree(const topologies::Topology& topo, const CollNetTree& tree
   return out;
 }
 
+// The NICs of GPU rank g, and whether one of them is cabled to a router (torus, dragonfly).
+struct NicCables {
+  int nics = 0;
+  bool to_router = false;
+  bool dragonfly = false;
+};
+NicCables nic_cables(const topologies::Topology& topo, int g) {
+  NicCables out;
+  const int gv = topo.gpu_vertex(g);
+  for (const int l : topo.incident_links(gv)) {
+    const auto& link = topo.link(l);
+    const int other = link.a == gv ? link.b : link.a;
+    if (topo.vertex(other).kind != VertexKind::nic) continue;
+    ++out.nics;
+    for (const int c : topo.incident_links(other)) {
+      const auto& cable = topo.link(c);
+      const auto& v = topo.vertex(cable.a == other ? cable.b : cable.a);
+      if (v.kind != VertexKind::router) continue;
+      out.to_router = true;
+      out.dragonfly = out.dragonfly || v.group >= 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CollNetLayout collnet_layout(const topologies::Topology& topo, const std::vector<int>& ranks) {
@@ -198,6 +223,25 @@ CollNetLayout collnet_layout(const topologies::Topology& topo, const std::vector
     }
     auto& ports = layout.ports.emplace_back();
     for (const int g : members) add_ports(topo, g, ports);
+    if (ports.empty()) {
+      // A node whose NICs reach routers only: the fabric cannot reduce (what NCCL's CollNet plugin,
+      // SHARP, needs of the switches).
+      NicCables cables;
+      for (const int g : members) {
+        const NicCables c = nic_cables(topo, g);
+        cables.nics += c.nics;
+        cables.to_router = cables.to_router || c.to_router;
+        cables.dragonfly = cables.dragonfly || c.dragonfly;
+      }
+      if (cables.to_router) {
+        throw InputError(fmt::format(
+            "collective: the collnet algorithms reduce in the fabric's switches (InfiniBand SHARP-capable "
+            "switches, as in a fat tree), but the {} NIC(s) of node {} of topology '{}' are cabled to {} "
+            "routers, which do not reduce",
+            cables.nics, topo.vertex(topo.gpu_vertex(members.front())).node, topo.name,
+            cables.dragonfly ? "dragonfly" : "torus"));
+      }
+    }
     if (ports.empty() || ports.size() != layout.ports.front().size()) {
       throw InputError(
           fmt::format("collective: the collnet algorithms need every node's ranks to have the same number of "
@@ -288,6 +332,12 @@ void add_collnet(FlowGraph& graph, const topologies::Topology& topo, const Colle
 }  // namespace commstack::sim::detail
 
 namespace commstack::sim {
+
+int collnet_ports(const topologies::Topology& topo, int gpu) {
+  std::vector<detail::CollNetPort> ports;
+  detail::add_ports(topo, gpu, ports);
+  return static_cast<int>(ports.size());
+}
 
 double collnet_nccl_chunk(const topologies::Topology& topo, const CollectiveSpec& spec) {
   const detail::CollNetLayout layout = detail::collnet_layout(topo, spec.ranks);

@@ -4,15 +4,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <system_error>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/input_file.hpp"
+#include "sim/replay/scale_pp.hpp"
 #include "sim/scenario/job.hpp"
 #include "workloads/compute/gpu_profile.hpp"
-#include "sim/replay/scale_pp.hpp"
 #include "workloads/importers/load_trace.hpp"
 
 namespace commstack::sim::scenario {
@@ -76,7 +78,8 @@ json complete_replay(const json& v, const JsonPlace& at, const std::string& base
     fail(at.at("trace"), fmt::format("expected the path of a trace file or directory, got {}", t.dump()));
   }
   const std::string path = resolve_trace_path(t.get<std::string>(), base_dir);
-  if (!std::filesystem::exists(path)) {
+  std::error_code ec;  // a name the file system refuses (too long) is no file
+  if (!std::filesystem::exists(path, ec)) {
     fail(at.at("trace"),
          fmt::format("'{}' does not exist{}", path,
                      base_dir.empty()
@@ -84,6 +87,12 @@ json complete_replay(const json& v, const JsonPlace& at, const std::string& base
                          : fmt::format(" (a relative trace path is taken from the scenario file's "
                                        "folder, '{}')",
                                        base_dir)));
+  }
+  // A device or a pipe exists but is no trace: the importer would call it missing.
+  if (const std::string kind = special_file_kind(path); !kind.empty()) {
+    fail(at.at("trace"),
+         fmt::format("'{}' is {}, not a regular file; expected a trace file or a directory of per-rank files",
+                     path, kind));
   }
   out["trace"] = path;
   const json iteration = v.value("iteration", json("last"));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -140,7 +141,8 @@ Scenario load_scenario(const std::string& name_or_path) {
     const std::string where = fmt::format("built-in scenario {}", name_or_path);
     return parse_scenario(workloads::parse_json_text(builtin_scenario_json(name_or_path), where), where);
   }
-  if (!std::filesystem::exists(name_or_path)) {
+  std::error_code ec;  // a name the file system refuses (too long) is no file
+  if (!std::filesystem::exists(name_or_path, ec)) {
     throw InputError(fmt::format("scenario '{}': neither a built-in scenario ({}) nor an existing file",
                                  name_or_path, fmt::join(names, ", ")));
   }

@@ -1,5 +1,6 @@
 #include "sim/select/nccl_env.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -85,6 +86,19 @@ void apply_nccl_list(std::string_view value, std::string_view var, bool is_algo,
       throw InputError(fmt::format("{}: unknown function prefix '{}'; expected Broadcast, Reduce, AllGather, ReduceScatter or AllReduce",
                                    var, prefix));
   }
+}
+
+int bound_by_ctas(int channels, const NcclEnv& env) {
+  if (env.max_ctas > 0) channels = std::min(channels, env.max_ctas);
+  if (env.min_ctas > 0) channels = std::max(channels, env.min_ctas);
+  return channels;
+}
+
+bool p2p_net_ll_buffers(const NcclEnv& env) {
+  // src/transport/net.cc sendSetup: conn.shared = graph || connIndex == 0 ? 0 :
+  // NET_SHARED_BUFFERS != -2 ? NET_SHARED_BUFFERS : 1; an unshared connection gets buffs[p] for
+  // every protocol, a shared one buffs[NCCL_PROTO_LL] only if allocP2pNetLLBuffers.
+  return env.alloc_p2p_net_ll_buffers || env.net_shared_buffers == 0;
 }
 
 void validate(const NcclEnv& env) {

@@ -201,10 +201,21 @@ int nvlink_links(int sm, double line_Bps) {
   return std::max(1, static_cast<int>(std::lround(line_Bps / 1e9 / link_line_GBps)));
 }
 
-std::string describe_comm(const CommShape& shape) {
-  std::string out = fmt::format("{} coll channels (ring graph {} x {:g} GB/s)", shape.n_channels,
-                                shape.ring.n_channels, shape.ring.bw_intra);
+std::string describe_comm(const CommShape& shape, const NcclEnv& env) {
+  const int bounded = bound_by_ctas(shape.n_channels, env);
+  std::string limits;
+  if (bounded != shape.n_channels) {
+    std::string knobs;
+    if (env.min_ctas > 0) knobs += fmt::format("NCCL_MIN_CTAS={}", env.min_ctas);
+    if (env.max_ctas > 0) knobs += fmt::format("{}NCCL_MAX_CTAS={}", knobs.empty() ? "" : " ", env.max_ctas);
+    limits = fmt::format("; {} before {}", shape.n_channels, knobs);
+  }
+  std::string out = fmt::format("{} coll channels (ring graph {} x {:g} GB/s{})", bounded,
+                                shape.ring.n_channels, shape.ring.bw_intra, limits);
   if (shape.nvls_support) out += fmt::format(", {} nvls channels", shape.nvls_channels);
+  // NCCL prints at init that it disables CollNet (below NCCL_COLLNET_NODE_THRESHOLD nodes) and runs on.
+  if (!shape.collnet_off_reason.empty())
+    out += fmt::format("; --collnet on ignored: {}", shape.collnet_off_reason);
   return out;
 }
 

@@ -37,7 +37,11 @@ double nccl_nvlink_link_GBps(int sm);
 int nvlink_links(int sm, double line_Bps);
 
 // The communicator in the words NCCL_DEBUG=INFO uses at init: "24 coll channels (ring graph 12 x 20
-// GB/s), 16 nvls channels" (the NVLS part only where NVLS is supported).
-std::string describe_comm(const CommShape& shape);
+// GB/s), 16 nvls channels" (the NVLS part only where NVLS is supported). The coll channels are those
+// after NCCL_MIN/MAX_CTAS in `env` (NCCL prints them after the clamp); where the clamp changed the
+// search's count it says so: "1 coll channels (ring graph 8 x 48 GB/s; 16 before NCCL_MAX_CTAS=1)".
+// Where CollNet was asked for but is not set up (CommShape::collnet_off_reason) it ends with
+// "; --collnet on ignored: " and the reason.
+std::string describe_comm(const CommShape& shape, const NcclEnv& env = {});
 
 }  // namespace commstack::select

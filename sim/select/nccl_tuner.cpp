@@ -106,9 +106,7 @@ void thread_tables(const CommShape& s, const NcclEnv& env, TuneTables& t) {
 
   // Channels after NCCL_MIN/MAX_CTAS (graph/connect.cc: min with maxCTAs, then copy up to minCTAs).
   int nc = s.n_channels > 0 ? s.n_channels : std::max(1, std::min(s.ring.n_channels, s.tree.n_channels > 0 ? s.tree.n_channels : s.ring.n_channels));
-  if (env.max_ctas > 0) nc = std::min(nc, env.max_ctas);
-  if (env.min_ctas > 0) nc = std::max(nc, env.min_ctas);
-  t.comm_channels = std::min(nc, 64);
+  t.comm_channels = std::min(bound_by_ctas(nc, env), 64);
   t.nvls_channels = s.nvls_channels > 0 ? s.nvls_channels : s.nvls.n_channels;
   // Up to 2.27 (graph/connect.cc ncclTopoPostset) the communicator's channels are raised to the NVLS
   // channels where fewer; Ring and Tree calls start from them (topoGetAlgoInfo reads
@@ -362,7 +360,9 @@ const char* ineligible(const TuneTables& t, const CommShape& s, Func f, Algo alg
   const bool ag_rs = f == Func::all_gather || f == Func::reduce_scatter;
   const int local = local_ranks(s);
   if (algo == Algo::collnet_direct || algo == Algo::collnet_chain) {
-    if (!s.collnet_support) return "needs a CollNet (SHARP) plugin: --collnet on";
+    if (!s.collnet_support)
+      return s.collnet_off_reason.empty() ? "needs a CollNet (SHARP) plugin: --collnet on"
+                                          : s.collnet_off_reason.c_str();
     // CollNet Chain is limited to 8 GPUs per node like Direct from 2.28 on.
     if ((algo == Algo::collnet_direct || t.version >= NcclVersion::v2_28_9) && local > kMaxDirectArity + 1)
       return "at most 8 GPUs per node";

@@ -39,7 +39,9 @@ struct CommShape {
   GraphParams nvls;        // NVLS and NVLSTree
   GraphParams collnet_direct, collnet_chain;
   bool nvls_support = false;     // NVLink SHARP (NVSwitch multicast) usable
-  bool collnet_support = false;  // CollNet (SHARP) plugin enabled
+  // CollNet set up: comm->config.collnetEnable after init (src/init.cc), i.e. a CollNet (SHARP)
+  // plugin loaded, NCCL_COLLNET_ENABLE=1 and at least NCCL_COLLNET_NODE_THRESHOLD (2) nodes.
+  bool collnet_support = false;
   bool collnet_chain_support = true;
   bool collnet_ag_rs = false;    // the CollNet plugin implements AllGather/ReduceScatter with enough heads
   int collnet_heads = 1;
@@ -52,6 +54,9 @@ struct CommShape {
   std::uint64_t nvls_chunk_bytes = 131072;           // comm->nvlsChunkSize (sim/select/nvls_tuning.hpp)
   std::uint64_t nvls_tree_max_chunk_bytes = 131072;  // NVLSTree's chunk ceiling
   int cudart_version = 12080;
+  // Where CollNet was asked for (NCCL_COLLNET_ENABLE=1, --collnet on) but is not set up
+  // (collnet_support false): why, in the user's words; empty otherwise.
+  std::string collnet_off_reason;
 };
 
 struct TuneTables {

@@ -57,8 +57,7 @@ NvlsTuning nccl_nvls_tuning(const NvlsCommInputs& in, const NcclEnv& env) {
   if (tree_max == 0) tree_max = in.nodes >= 4 ? 64 * KiB : t.chunk_bytes;
   t.tree_max_chunk_bytes = tree_max;
   // Clamped to [NCCL_MIN_CTAS, NCCL_MAX_CTAS] like the other channels (both releases).
-  if (env.max_ctas > 0) t.channels = std::min(t.channels, env.max_ctas);
-  if (env.min_ctas > 0) t.channels = std::max(t.channels, env.min_ctas);
+  t.channels = bound_by_ctas(t.channels, env);
   return t;
 }
 

@@ -113,7 +113,20 @@ select::CommShape comm_shape(const CommGeometry& geo, const Knobs& knobs) {
   if (searched_nvls) s.nvls_channels = nvls.channels;
   s.nvls_chunk_bytes = nvls.chunk_bytes;
   s.nvls_tree_max_chunk_bytes = nvls.tree_max_chunk_bytes;
-  s.collnet_support = knobs.collnet;
+  // NCCL sets CollNet up (src/init.cc) where its plugin loads, and keeps it from
+  // NCCL_COLLNET_NODE_THRESHOLD (2) nodes on: NCCL's nodes, so an NVLink domain is one. The plugin
+  // (SHARP) needs switches that reduce; torus and dragonfly routers do not (docs/topologies.md).
+  // Where --collnet on asks for it anyway NCCL runs without it, silently; the reason is kept for
+  // the communicator line (describe_comm) and for a forced CollNet algorithm's refusal.
+  s.collnet_support = knobs.collnet && geo.nccl_nodes > 1 && geo.collnet_ports > 0;
+  if (knobs.collnet && geo.nccl_nodes == 1)
+    s.collnet_off_reason =
+        "CollNet is not set up on one NVLink domain (NCCL counts a domain as one node and sets CollNet up "
+        "from NCCL_COLLNET_NODE_THRESHOLD = 2 nodes)";
+  else if (knobs.collnet && !s.collnet_support)
+    s.collnet_off_reason =
+        "CollNet is not set up on this fabric: its NICs reach no switch that reduces (CollNet needs "
+        "SHARP-capable switches, as in an InfiniBand fat tree; torus and dragonfly routers do not reduce)";
   s.n_channels = comm_channels;
   if (knobs.comm_channels > 0) s.n_channels = knobs.comm_channels;
   if (knobs.nvls_channels > 0) s.nvls_channels = knobs.nvls_channels;

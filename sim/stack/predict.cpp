@@ -23,6 +23,9 @@ namespace {
 using select::Algo;
 using select::Proto;
 
+// NCCL_P2P_LL_THRESHOLD's default: the bytes per channel a send/receive peer may move with LL.
+constexpr double kP2pLlThresholdBytes = 16384;
+
 bool tuned(CollectiveOp op) {
   return op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reducescatter ||
          op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
@@ -120,9 +123,7 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
   }
   const topologies::ClusterSpec& spec = per_node ? *per_node : cluster;
   if (nodes < 1) throw InputError(fmt::format("--nodes: expected >= 1, got {}", nodes));
-  if (gpus_per_node < 1 || gpus_per_node > spec.node.gpus)
-    throw InputError(fmt::format("--gpus-per-node: expected 1..{} (cluster {} has {} GPUs per node), got {}",
-                                 spec.node.gpus, spec.name, spec.node.gpus, gpus_per_node));
+  topologies::check_gpus_per_node(spec, gpus_per_node);
   if (knobs_.gpus_per_thread < 1 || knobs_.gpus_per_thread > gpus_per_node)
     throw InputError(fmt::format("--gpus-per-thread: expected 1..{} (the GPUs of one node one host thread drives, "
                                  "nccl-tests -g), got {}",
@@ -172,6 +173,7 @@ Predictor::Predictor(const topologies::ClusterSpec& cluster, int nodes, int gpus
   geo_.nic_gpu_Bps = nic_gpu0 > 0 ? nic_gpu0 : (used > 0 ? nic_node / gpus_per_node : 0);
   if (geo_.local_ranks > 1) geo_.route_latency_intra_s = topo.path_latency(topo.route(0, 1));
   if (geo_.nccl_nodes > 1) geo_.route_latency_inter_s = topo.path_latency(topo.route(0, geo_.local_ranks));
+  for (int r = 0; r < geo_.local_ranks; ++r) geo_.collnet_ports += sim::collnet_ports(topo, r);
   contention_.emplace(topo_ptr, layout);
   shape_ = comm_shape(geo_, knobs_);
   tables_ = select::tune_model(shape_, knobs_.env, knobs_.nccl_version);
@@ -209,7 +211,10 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     // Simple above (src/enqueue.cc addP2pToPlan). Up to 2.28 the channels are the most a peer may
     // use, p2pnChannelsPerPeer (sim/select/p2p_channels.hpp: all of the communicator's through an
     // NVSwitch, 1-4 for a peer across the network); from 2.29 those the Simple split of the
-    // peer's bytes would use, so LL stops at 16 KiB per peer.
+    // peer's bytes would use, so LL stops at 16 KiB per peer. NCCL_PROTO (--proto) plays no part:
+    // NCCL's P2P path never reads it (every release from 2.19 to 2.30 picks LL or Simple by the
+    // threshold alone, and has no LL128 for send/receive), so a forced protocol is ignored here as
+    // NCCL ignores it (p2p_proto_note says so).
     const int p2p_channels = p2p_.channels;
     const double per_peer = op == CollectiveOp::alltoall ? static_cast<double>(bytes) / n : static_cast<double>(bytes);
     // One peer's bytes as NCCL's Simple split sees them; comm->p2pChunkSize is
@@ -223,15 +228,16 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     peer.chunk_bytes = peer.multi_node ? protocol::kP2pNetChunkBytes : protocol::kP2pNvlChunkBytes;
     const int ll_channels =
         knobs_.nccl_version >= select::NcclVersion::v2_29_3 ? protocol::p2p_split(peer).channels : p2p_.per_peer;
-    c.proto = per_peer <= ll_channels * 16384.0 ? Proto::ll : Proto::simple;
-    if (knobs_.env.proto) {
-      select::Proto forced;
-      if (!select::parse_proto(*knobs_.env.proto, forced))
-        throw InputError(fmt::format("--proto {}: expected LL, LL128 or Simple", *knobs_.env.proto));
-      c.proto = forced;
-    }
+    // A peer across NVLink domains is a net-transport connection, which has no LL buffer unless
+    // NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (or NCCL_NET_SHARED_BUFFERS=0): addP2pToPlan's
+    // `protoLL[dir] &= conn->conn.buffs[NCCL_PROTO_LL] != nullptr` then keeps it on Simple at any
+    // size (src/transport/net.cc sendProxyConnect / recvProxyConnect, NCCL 2.14 onwards). Peers
+    // inside the domain (P2P / NVLink transport) keep the threshold. A call across domains is timed
+    // by its network peers (alltoall's remote share, sendrecv's boundary pairs), so it runs Simple.
+    const bool ll_buffers = geo_.nccl_nodes == 1 || select::p2p_net_ll_buffers(knobs_.env);
+    c.proto = ll_buffers && per_peer <= ll_channels * kP2pLlThresholdBytes ? Proto::ll : Proto::simple;
     c.algorithm = "P2P";
-    if (geo_.nccl_nodes == 1 && c.proto != Proto::ll128) {
+    if (geo_.nccl_nodes == 1) {
       // NCCL stripes each peer's bytes over a few channels in parts of NCCL_P2P_NVL_CHUNKSIZE
       // steps (Simple) or LL FIFO slots (64 KiB, half of it data).
       protocol::P2pInputs pi = peer;
@@ -247,6 +253,16 @@ Predictor::Choice Predictor::choose(CollectiveOp op, std::uint64_t bytes) const 
     }
   }
   return c;
+}
+
+std::string Predictor::p2p_proto_note(CollectiveOp op) const {
+  if (tuned(op) || !knobs_.env.proto || geo_.ranks == 1) return {};
+  return fmt::format(
+      "NCCL_PROTO (--proto) {} does not apply to {}: NCCL's send/receive path never reads it and picks LL "
+      "up to {:g} KiB per channel and peer, Simple above (it has no LL128; a peer across the network has no "
+      "LL buffer unless NCCL_ALLOC_P2P_NET_LL_BUFFERS=1, so it always runs Simple); the protocol column is "
+      "the one it runs",
+      *knobs_.env.proto, to_string(op), kP2pLlThresholdBytes / 1024);
 }
 
 Prediction Predictor::predict(CollectiveOp op, std::uint64_t bytes, const Profile& profile) const {

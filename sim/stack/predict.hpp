@@ -92,6 +92,10 @@ struct CommGeometry {
   double pcie_Bps = 0;        // GPU <-> NIC PCIe, line rate per direction
   double route_latency_intra_s = 0;  // GPU -> GPU inside a domain (topology)
   double route_latency_inter_s = 0;  // GPU -> GPU across domains (topology)
+  // Network ports of the first NVLink domain's GPUs on fabric switches that can reduce (InfiniBand
+  // SHARP, sim::collnet_ports): 0 where the NICs reach torus or dragonfly routers only, whose
+  // fabric cannot run CollNet.
+  int collnet_ports = 0;
 };
 
 class Predictor {
@@ -120,6 +124,11 @@ public:
     double nccl_model_us = -1;
   };
   Choice choose(CollectiveOp op, std::uint64_t bytes) const;
+  // NCCL's P2P path (send/receive, all-to-all) never reads NCCL_PROTO: it runs LL while a peer's
+  // bytes fit NCCL_P2P_LL_THRESHOLD per channel and Simple above, never LL128, whatever the knobs
+  // force, and choose() does the same. Where the knobs force a protocol for such an `op`, one line
+  // saying it is ignored (for a "# note:"); empty otherwise.
+  std::string p2p_proto_note(CollectiveOp op) const;
   Prediction evaluate(const Choice& choice, const Profile& profile) const;
 
   const select::CommShape& shape() const { return shape_; }

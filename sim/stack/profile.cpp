@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -307,7 +308,8 @@ std::vector<std::filesystem::path> profile_dirs() {
 std::optional<Profile> shipped_profile(const std::string& name) {
   for (const auto& d : profile_dirs()) {
     auto candidate = d / (name + ".json");
-    if (std::filesystem::is_regular_file(candidate)) return load_profile(candidate.string());
+    std::error_code ec;  // a name the file system refuses (too long) is no file
+    if (std::filesystem::is_regular_file(candidate, ec)) return load_profile(candidate.string());
   }
   for (const auto& [stem, text] : embedded_profile_files())
     if (stem == name)
@@ -323,7 +325,8 @@ Profile load_profile(const std::string& name_or_path, std::string_view option) {
   if (bare) {
     if (auto p = shipped_profile(name_or_path)) return *p;
     // A bare name that exists on disk (a directory, say) is a path: its own error says why.
-    if (std::filesystem::exists(path))
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec))
       return profile_from_text(read_input_file(name_or_path, "profile"), name_or_path);
     std::string known;
     for (const auto& [stem, text] : embedded_profile_files())

@@ -27,6 +27,10 @@ commstack_cli_error_test(NAME replay.too_few_nodes
 commstack_cli_error_test(NAME replay.missing_trace
   ARGS replay --trace ${replay_samples}/no-such-dir --cluster dgx-a100
   MATCH "no such file or directory")
+# A device (or a pipe) exists but is no trace file: said so, not "no such file".
+commstack_cli_error_test(NAME replay.device_trace
+  ARGS replay --trace /dev/zero --cluster dgx-a100
+  MATCH "commstack: error: --trace /dev/zero: it is a character device, not a regular file; expected a trace file")
 commstack_cli_error_test(NAME replay.not_a_trace
   ARGS replay --trace ${replay_samples}/PROVENANCE.md --cluster dgx-a100
   MATCH "not a Kineto/PyTorch profiler JSON")

@@ -115,6 +115,36 @@ commstack_cli_error_test(NAME stack_validate_gpus_per_thread_too_many
 commstack_cli_test(NAME stack_collective_collnet_on
   ARGS collective --cluster dgx-a100 --nodes 16 --profile auto --collnet on -b 64M -e 64M --breakdown
   MATCH "67108864 CollNet(Direct|Chain)/Simple/")
+# --collnet on where NCCL cannot set CollNet up: NCCL runs without it (no error), and so does the
+# model; the communicator line says why. One NVLink domain (NCCL_COLLNET_NODE_THRESHOLD 2) and a
+# dragonfly, whose routers do not reduce (SHARP needs fat-tree switches).
+commstack_cli_test(NAME stack_collective_collnet_on_one_node
+  ARGS collective --cluster dgx-h100 --nodes 1 -b 1K -e 1G -f 32 --collnet on --breakdown
+  MATCH "16 nvls channels; --collnet on ignored: CollNet is not set up on one NVLink domain [^\n]*\n.*33554432 NVLS/Simple/16 .*1073741824 NVLS/Simple/16 ")
+commstack_cli_test(NAME stack_collective_collnet_on_dragonfly
+  ARGS collective --cluster gh200-slingshot --nodes 2 --collnet on -b 1G -e 1G --breakdown
+  MATCH "; --collnet on ignored: CollNet is not set up on this fabric: its NICs reach no switch that reduces [^\n]*\n.*1073741824 Ring/Simple/8 ")
+commstack_cli_error_test(NAME stack_collective_collnet_forced_one_node
+  ARGS collective --cluster dgx-h100 --nodes 1 --algo collnetdirect --collnet on -b 1M -e 1M
+  MATCH "commstack: error: no algorithm/protocol available for AllReduce on 8 ranks in 1 NVLink domain: CollNetDirect: CollNet is not set up on one NVLink domain")
+# NCCL's send/receive path never reads NCCL_PROTO (src/enqueue.cc addP2pToPlan): LL up to 16 KiB per
+# channel and peer, Simple above, never LL128. --proto changes nothing for sendrecv and alltoall.
+commstack_cli_test(NAME stack_collective_sendrecv_proto_ll128_ignored
+  ARGS collective --cluster dgx-h100 --nodes 1 --op sendrecv -b 32M -e 32M --format csv --proto ll128
+  MATCH "\nsendrecv,8,33554432,[^\n]*,P2P,Simple,4\n")
+commstack_cli_test(NAME stack_collective_alltoall_proto_ll_ignored
+  ARGS collective --cluster dgx-h100 --nodes 1 --op alltoall -b 1G -e 1G --format csv --proto ll
+  MATCH "\nalltoall,8,1073741824,[^\n]*,P2P,Simple,32\n")
+commstack_cli_test(NAME stack_collective_sendrecv_proto_simple_keeps_ll
+  ARGS collective --cluster dgx-h100 --nodes 1 --op sendrecv -b 1K -e 1K --format csv --proto simple
+  MATCH "\nsendrecv,8,1024,[^\n]*,P2P,LL,1\n")
+commstack_cli_test(NAME stack_collective_alltoall_proto_exclusion
+  ARGS collective --cluster dgx-h100 --nodes 1 --op alltoall -b 1M -e 1M --format csv --proto ^ll128
+  MATCH "\nalltoall,8,1048576,[^\n]*,P2P,LL,32\n")
+commstack_cli_test(NAME stack_validate_sendrecv_proto_ignored
+  ARGS validate --cluster dgx-a100 --measured ${_stack_data}/nccl-tests_sendrecv_a100_1n8g_li-plus-playground.txt
+       --nodes 1 --gpus-per-node 8 --proto ll128
+  MATCH "\n +1073741824 +[0-9.]+ +[0-9.]+ +[-0-9.]+ +- +P2P/Simple/32\n")
 commstack_cli_test(NAME stack_collective_nvls_off
   ARGS collective --cluster dgx-h100 --nodes 1 --profile auto --nvls off -b 64M -e 64M --breakdown
   MATCH "67108864 Ring/")
@@ -159,6 +189,14 @@ commstack_cli_test(NAME stack_collective_nccl_channels_a100
 commstack_cli_test(NAME stack_collective_nccl_channels_h100_2nodes
   ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 1M
   MATCH "16 coll channels \\(ring graph 8 x 48 GB/s\\), 16 nvls channels")
+# --max-channels / --min-channels (NCCL_MAX/MIN_CTAS) clamp the communicator's channels: the header
+# prints the clamped count (as NCCL does after connect.cc's clamp) and the search's count before it.
+commstack_cli_test(NAME stack_collective_max_channels_header
+  ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 1M --max-channels 1
+  MATCH "; 1 coll channels \\(ring graph 8 x 48 GB/s; 16 before NCCL_MAX_CTAS=1\\), 1 nvls channels\n")
+commstack_cli_test(NAME stack_collective_min_channels_header
+  ARGS collective --cluster dgx-a100 --nodes 1 -b 1M -e 1M --min-channels 32
+  MATCH "; 32 coll channels \\(ring graph 12 x 20 GB/s; 24 before NCCL_MIN_CTAS=32\\)\n")
 # A log with NCCL_DEBUG=INFO init lines: the channels NCCL printed replace the modelled search's, and
 # a note says they differ (tests/cli/nccl-tests-a100-info-32ch.txt is synthetic).
 commstack_cli_test(NAME stack_validate_printed_channels

@@ -26,6 +26,25 @@ commstack_cli_error_test(NAME topo.unknown_field ARGS topo --cluster tests/cli/t
                          MATCH "commstack: error: tests/cli/topo-unknown-field.json: /fabric/radix: unknown field")
 commstack_cli_error_test(NAME topo.dot_unwritable ARGS topo --cluster dgx-h100 --dot /nonexistent/dir/x.dot
                          MATCH "commstack: error: --dot /nonexistent/dir/x.dot: cannot open")
+# More GPUs per node than the cluster's nodes hold (a DGX H100 has 8 on its NVSwitches) is refused by
+# every verb that takes --gpus-per-node: topo, the fabric simulation, the stack model and validate.
+commstack_cli_error_test(NAME topo.gpus_per_node_above_node ARGS topo --cluster dgx-h100 --gpus-per-node 9
+  MATCH "commstack: error: --gpus-per-node 9: preset dgx-h100's nodes hold 8 GPUs; expected 1\\.\\.8 \\(fewer runs")
+commstack_cli_error_test(NAME topo.gpus_per_node_above_file_node
+  ARGS topo --cluster tests/cli/cluster-h100-rail-4to1.json --gpus-per-node 16
+  MATCH "--gpus-per-node 16: tests/cli/cluster-h100-rail-4to1.json's nodes hold 8 GPUs; expected 1\\.\\.8 .*a larger node\\.gpus in the file")
+commstack_cli_error_test(NAME topo.gpus_per_node_collective_fabric
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --gpus-per-node 9 -b 1M -e 1M
+  MATCH "commstack: error: --gpus-per-node 9: preset dgx-h100's nodes hold 8 GPUs; expected 1\\.\\.8")
+commstack_cli_error_test(NAME topo.gpus_per_node_collective_stack
+  ARGS collective --cluster gb200-nvl72 --nodes 2 --gpus-per-node 72 -b 1M -e 1M
+  MATCH "commstack: error: --gpus-per-node 72: preset gb200-nvl72's nodes hold 4 GPUs; expected 1\\.\\.4")
+commstack_cli_error_test(NAME topo.gpus_per_node_validate
+  ARGS validate --cluster dgx-h100 --nodes 2 --gpus-per-node 9
+       --measured calibration/data/nccl-tests/nccl-tests_all_reduce_h100_2n8g_nccl-tests-issue309-qoofyk.txt
+  MATCH "commstack: error: [^\n]*issue309-qoofyk.txt: --gpus-per-node \\(or gpus_per_node=\\) 9: preset dgx-h100's nodes hold 8 GPUs")
+commstack_cli_test(NAME topo.gpus_per_node_fewer ARGS topo --cluster dgx-h100 --gpus-per-node 4
+  MATCH "GPUs: +8 \\(2 nodes x 4\\)")
 commstack_cli_test(NAME topo.list_alias ARGS topo --list MATCH "angara-torus +Angara 4D torus")
 # The contention line: 16 nodes under 4:1 ToRs of 4 nodes slow an alltoall 4 x 12/15 = 3.2x, not a ring.
 commstack_cli_test(NAME topo.contention ARGS topo --cluster tests/cli/cluster-h100-4to1-tor.json

@@ -15,3 +15,23 @@ usage_expect(NAME usage_missing_value ARGS collective --cluster dgx-h100 --nodes
 usage_expect(NAME usage_missing_required ARGS train --nodes 1
   MATCH "commstack: error: --cluster is required")
 commstack_cli_test(NAME usage_help_is_success ARGS train --help MATCH "Usage: .*commstack train")
+# A long value is echoed capped at 80 characters with its length, wherever the message was written
+# (cli/main.cpp, common/error.hpp echo_value), and a name too long for the file system is an input
+# error naming the flag, not an internal error (std::filesystem's ENAMETOOLONG).
+string(REPEAT "x" 300 _usage_long)
+string(REPEAT "x" 80 _usage_80)
+usage_expect(NAME usage_long_value_capped ARGS collective --cluster dgx-h100 --op ${_usage_long}
+  MATCH "commstack: error: --op: unknown collective '${_usage_80}\\.\\.\\. \\(300 characters\\)'; expected one of allreduce")
+usage_expect(NAME usage_long_flag_equals_value_capped ARGS collective --cluster dgx-h100 --nodes=${_usage_long}
+  MATCH "commstack: error: --nodes: '${_usage_80}\\.\\.\\. \\(300 characters\\)' is not a whole number")
+usage_expect(NAME usage_long_command_capped ARGS ${_usage_long}
+  MATCH "commstack: error: unknown command '${_usage_80}\\.\\.\\. \\(300 characters\\)'; commands:")
+usage_expect(NAME usage_long_run_spec_file ARGS validate --cluster dgx-h100 --measured ${_usage_long}@nodes=2
+  MATCH "commstack: error: ${_usage_80}\\.\\.\\. \\(300 characters\\): cannot read the measured run: no such file")
+usage_expect(NAME usage_long_scenario_name ARGS whatif ${_usage_long}
+  MATCH "commstack: error: scenario '${_usage_80}\\.\\.\\. \\(300 characters\\)': neither a built-in scenario")
+usage_expect(NAME usage_long_profile_name ARGS collective --cluster dgx-h100 --profile ${_usage_long}
+  MATCH "commstack: error: --profile ${_usage_80}\\.\\.\\. \\(300 characters\\): no such file, and no shipped profile")
+# A path is shown whole, however long, so that the message names the file.
+usage_expect(NAME usage_long_path_whole ARGS topo --cluster dgx-h100 --dot /nonexistent/${_usage_long}.dot
+  MATCH "commstack: error: --dot /nonexistent/${_usage_long}\\.dot: cannot open")

@@ -14,6 +14,13 @@ commstack_cli_test(NAME whatif.json
 commstack_cli_test(NAME whatif.check
   ARGS whatif ${whatif_dir}/small.json --check
   MATCH "4 runs \\(baseline \\+ 3 variants\\), all valid")
+# --check simulates nothing: output flags with it are refused, not silently ignored.
+commstack_cli_error_test(NAME whatif.check_with_outputs
+  ARGS whatif ${whatif_dir}/small.json --check --format json --output ${CMAKE_CURRENT_BINARY_DIR}/whatif-check.json
+  MATCH "commstack: error: --check with --format json, --output [^ ]*whatif-check.json: --check only checks the scenario and simulates nothing")
+commstack_cli_error_test(NAME whatif.check_with_plot
+  ARGS whatif --check --plot ${CMAKE_CURRENT_BINARY_DIR}/whatif-check.png
+  MATCH "commstack: error: --check with --plot [^ ]*whatif-check.png: ")
 commstack_cli_test(NAME whatif.list
   ARGS whatif --list
   MATCH "gpt3-175b-1024-h100 \\(default\\): GPT-3 175B on 1024 H100")

@@ -23,5 +23,8 @@ whatif_replay_error_test(bad_scale bad-scale.json
 # The trace path is taken from the scenario file's folder, and the message says so.
 whatif_replay_error_test(missing_trace missing-trace.json
   "missing-trace.json: [$][.]baseline[.]replay[.]trace: 'tests/cli/whatif-replay/no-such-trace-dir' does not exist .a relative trace path is taken from the scenario file's folder")
+# A device exists but is no trace: said so, not "no such file".
+whatif_replay_error_test(device_trace device-trace.json
+  "device-trace.json: [$][.]baseline[.]replay[.]trace: '/dev/zero' is a character device, not a regular file")
 whatif_replay_error_test(unknown_field unknown-field.json
   "unknown-field.json: [$][.]baseline[.]replay[.]scale_tp: unknown field; expected one of trace, iteration, scale_dp")

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
@@ -52,5 +53,20 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(read_input_file(""), ": cannot read the file: the path is empty", InputError);
   CHECK_FALSE(is_input_file(dir.string()));
   CHECK_FALSE(is_input_file("/nonexistent/run.txt"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("input file: a device or a pipe is named by its kind, a file, a directory or a missing path not") {
+  const auto dir = scratch();
+  const auto file = (dir / "t.json").string();
+  { std::ofstream(file) << "{}"; }
+  CHECK(special_file_kind("/dev/zero") == "a character device");
+  CHECK(special_file_kind("/dev/null") == "a character device");
+  const auto fifo = (dir / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(special_file_kind(fifo) == "a pipe (FIFO)");
+  CHECK(special_file_kind(file).empty());
+  CHECK(special_file_kind(dir.string()).empty());
+  CHECK(special_file_kind("/nonexistent/t.json").empty());
   std::filesystem::remove_all(dir);
 }

@@ -133,3 +133,48 @@ TEST_CASE("parse: communicator shape for the selection model from comm and GRAPH
   CHECK_THROWS_WITH_AS(comm_shape_from_log(no_graph, 90, commstack::select::CpuVendor::intel), doctest::Contains("n.log: no ring GRAPH"),
                        commstack::InputError);
 }
+
+TEST_CASE("parse: channel counts NCCL cannot print (0 or above MAXCHANNELS 64) are refused naming the line") {
+  const std::string ok_line =
+      "h [0] NCCL INFO 16 coll channels, 0 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p "
+      "channels per peer\n";
+  const NcclLog ok = parse_nccl_log(ok_line, "ok.log");
+  CHECK(*ok.coll_channels == 16);
+  CHECK(*ok.nvls_channels == 0);  // NCCL without NVLS
+  CHECK(*ok.p2p_channels == 16);
+  for (const char* count : {"0", "999", "-5", "65"}) {
+    const std::string text =
+        "x\nh [0] NCCL INFO " + std::string(count) +
+        " coll channels, 0 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels "
+        "per peer\n";
+    CHECK_THROWS_WITH_AS(
+        parse_nccl_log(text, "c.log"),
+        doctest::Contains((std::string("c.log:2: NCCL's channel line: '") + count +
+                           " coll channels' is not a channel count NCCL prints; expected 1-64")
+                              .c_str()),
+        commstack::InputError);
+    // Excerpt mode: a warning naming the line, and none of the line's counts kept.
+    const NcclLog skipped = parse_nccl_log(text, "c.log", {true});
+    CHECK_FALSE(skipped.coll_channels);
+    CHECK_FALSE(skipped.p2p_channels);
+    REQUIRE(skipped.warnings.size() == 1);
+    CHECK(skipped.warnings[0].starts_with("c.log:2: NCCL's channel line: "));
+    CHECK(skipped.warnings[0].ends_with("(line skipped)"));
+  }
+  const NcclLog nvls = parse_nccl_log(
+      "h [0] NCCL INFO 16 coll channels, 0 collnet channels, 99 nvls channels, 16 p2p channels\n", "n.log",
+      {true});
+  CHECK_FALSE(nvls.coll_channels);  // the line is refused whole
+  CHECK(nvls.warnings.at(0).find("'99 nvls channels' is not a channel count NCCL prints; expected 0-64") !=
+        std::string::npos);
+  // The ring lines' "Channel NN/MM": MM in 1..64, NN below it.
+  for (const char* id : {"00/0", "00/999", "16/16"}) {
+    CHECK_THROWS_WITH_AS(
+        parse_nccl_log("h [0] NCCL INFO Channel " + std::string(id) + " :    0   1\n", "r.log"),
+        doctest::Contains((std::string("r.log:1: Channel line: 'Channel ") + id +
+                           "' is not a channel NCCL prints; expected NN/MM with 1 <= MM <= 64")
+                              .c_str()),
+        commstack::InputError);
+  }
+  CHECK(parse_nccl_log("h [0] NCCL INFO Channel 15/16 :    0   1\n", "r.log").rings.at(0).n_channels == 16);
+}

@@ -180,3 +180,24 @@ TEST_CASE("search: one GPU per node takes its NIC path alone: 2 coll channels on
   CHECK(gb.ring.bw_intra == approx(24.0));
   CHECK(gb.comm_channels == 4);
 }
+
+TEST_CASE("search: the communicator line prints the coll channels after NCCL_MIN/MAX_CTAS") {
+  CommShape s;
+  s.n_channels = 16;
+  s.ring.n_channels = 8;
+  s.ring.bw_intra = 48;
+  s.nvls_support = true;
+  s.nvls_channels = 16;
+  CHECK(describe_comm(s) == "16 coll channels (ring graph 8 x 48 GB/s), 16 nvls channels");
+  NcclEnv env;
+  env.max_ctas = 32;  // no effect: nothing said
+  CHECK(describe_comm(s, env) == "16 coll channels (ring graph 8 x 48 GB/s), 16 nvls channels");
+  env.max_ctas = 1;
+  s.nvls_channels = 1;  // clamped by the NVLS tuning (nvls_tuning.cpp)
+  CHECK(describe_comm(s, env) ==
+        "1 coll channels (ring graph 8 x 48 GB/s; 16 before NCCL_MAX_CTAS=1), 1 nvls channels");
+  env.max_ctas = 0;
+  env.min_ctas = 32;
+  s.nvls_support = false;
+  CHECK(describe_comm(s, env) == "32 coll channels (ring graph 8 x 48 GB/s; 16 before NCCL_MIN_CTAS=32)");
+}

@@ -247,13 +247,30 @@ TEST_CASE("sim collnet: what NCCL does not run as CollNet is refused with the re
   CHECK_THROWS_WITH_AS(plan_collective(dgx, spec), doctest::Contains("same number of ranks on every node"),
                        InputError);
   // More than NCCL_MAX_DIRECT_ARITY + 1 ranks on a node.
-  const auto wide = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2, 16);
+  auto wide_spec = topologies::load_cluster("dgx-h100");
+  wide_spec.node.gpus = 16;  // a node larger than the preset's (which holds 8)
+  const auto wide = topologies::build_topology(wide_spec, 2, 16);
   spec.ranks = testing::iota_ranks(32);
   CHECK_THROWS_WITH_AS(plan_collective(wide, spec), doctest::Contains("at most 8 ranks per node"),
                        InputError);
-  // A torus's routers do not reduce: its NICs are cabled to routers, not to fabric switches.
+  // A torus's and a dragonfly's routers do not reduce: their NICs are cabled to routers, not to
+  // fabric switches, and the refusal says so (not that the nodes lack network ports).
   const auto torus = topologies::build_topology(topologies::load_cluster("angara-torus"), 4);
   spec.ranks = testing::iota_ranks(torus.gpu_count());
-  CHECK_THROWS_WITH_AS(plan_collective(torus, spec),
-                       doctest::Contains("network ports (NICs cabled to a fabric switch)"), InputError);
+  CHECK_THROWS_WITH_AS(
+      plan_collective(torus, spec),
+      doctest::Contains("NIC(s) of node 0 of topology 'angara-torus x 4 nodes' are cabled to torus "
+                        "routers, which do not reduce"),
+      InputError);
+  const auto dragonfly = topologies::build_topology(topologies::load_cluster("gh200-slingshot"), 2);
+  spec.ranks = testing::iota_ranks(dragonfly.gpu_count());
+  CHECK_THROWS_WITH_AS(
+      plan_collective(dragonfly, spec),
+      doctest::Contains("the 4 NIC(s) of node 0 of topology 'gh200-slingshot x 2 nodes' are cabled to "
+                        "dragonfly routers, which do not reduce"),
+      InputError);
+  // collnet_ports: a DGX H100 GPU's NIC is cabled to its rail's leaf; a GH200's to a dragonfly router.
+  CHECK(sim::collnet_ports(dgx, 0) == 1);
+  CHECK(sim::collnet_ports(dragonfly, 0) == 0);
+  CHECK(sim::collnet_ports(torus, 0) == 0);
 }

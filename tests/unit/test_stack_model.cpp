@@ -2,6 +2,7 @@
 // exactly), closed forms of the bandwidth terms, and NCCL's choices on real logs.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "calibration/fit/nccl_log.hpp"
 #include "common/error.hpp"
 #include "sim/protocol/protocol.hpp"
+#include "sim/select/nccl_search.hpp"
 #include "sim/select/nccl_trees.hpp"
 #include "sim/stack/predict.hpp"
 #include "sim/stack/profile.hpp"
@@ -384,7 +386,12 @@ TEST_CASE("stack: P2P Simple inside a node pays one more chunk time per part (tw
 TEST_CASE("stack: send/receive uses LL up to p2pnChannelsPerPeer x 16 KiB per peer (addP2pToPlan)") {
   // One HGX B200 (NVSwitch: every channel may serve a peer, 32): LL up to 512 KiB per peer, so an
   // alltoall of 8 ranks is LL up to 4 MiB (the Vultr sweep's 4 MiB point is slower than its 8 MiB
-  // one). Two nodes: a peer across the network allows 2 channels, LL up to 32 KiB per peer.
+  // one). Two nodes: NCCL gives a send/receive connection over the network no LL buffer unless
+  // NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (src/transport/net.cc sendProxyConnect / recvProxyConnect add
+  // buffs[NCCL_PROTO_LL] only `if (proxyState->allocP2pNetLLBuffers)`; src/init.cc sets it from the
+  // param, default 0), and addP2pToPlan (src/enqueue.cc) takes LL only where
+  // `conn->conn.buffs[NCCL_PROTO_LL] != nullptr`: the remote peers run Simple at any size. With the
+  // knob, a peer across the network allows 2 channels, LL up to 32 KiB per peer.
   const auto spec = topologies::load_cluster("hgx-b200");
   const Profile prof = sim::stack::prior_profile(100);
   Predictor one(spec, 1, 8);
@@ -397,8 +404,13 @@ TEST_CASE("stack: send/receive uses LL up to p2pnChannelsPerPeer x 16 KiB per pe
   CHECK(one.predict(CollectiveOp::sendrecv, 512ull << 10, prof).proto == Proto::ll);
   CHECK(one.predict(CollectiveOp::sendrecv, (512ull << 10) + 4, prof).proto == Proto::simple);
   Predictor two(spec, 2, 8);
-  CHECK(two.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::ll);
-  CHECK(two.predict(CollectiveOp::alltoall, 16 * (64ull << 10), prof).proto == Proto::simple);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (1ull << 10), prof).proto == Proto::simple);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::simple);
+  sim::stack::Knobs net_ll;
+  net_ll.env.alloc_p2p_net_ll_buffers = true;
+  Predictor two_ll(spec, 2, 8, net_ll);
+  CHECK(two_ll.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::ll);
+  CHECK(two_ll.predict(CollectiveOp::alltoall, 16 * (64ull << 10), prof).proto == Proto::simple);
 }
 
 TEST_CASE(
@@ -417,9 +429,57 @@ TEST_CASE(
   CHECK(new_rule.predict(CollectiveOp::sendrecv, 16ull << 10, prof).proto == Proto::ll);
   CHECK(new_rule.predict(CollectiveOp::sendrecv, (16ull << 10) + 4, prof).proto == Proto::simple);
   // Across nodes the parts are 64 KiB (NCCL_P2P_NET_CHUNKSIZE / 2): 32 KiB per peer is one channel.
+  // That only matters with NCCL_ALLOC_P2P_NET_LL_BUFFERS=1: without it a network peer has no LL
+  // buffer and runs Simple (src/transport/net.cc, src/enqueue.cc addP2pToPlan).
   Predictor two(spec, 2, 8, v229);
-  CHECK(two.predict(CollectiveOp::alltoall, 16 * (16ull << 10), prof).proto == Proto::ll);
-  CHECK(two.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::simple);
+  CHECK(two.predict(CollectiveOp::alltoall, 16 * (16ull << 10), prof).proto == Proto::simple);
+  sim::stack::Knobs v229_ll = v229;
+  v229_ll.env.alloc_p2p_net_ll_buffers = true;
+  Predictor two_ll(spec, 2, 8, v229_ll);
+  CHECK(two_ll.predict(CollectiveOp::alltoall, 16 * (16ull << 10), prof).proto == Proto::ll);
+  CHECK(two_ll.predict(CollectiveOp::alltoall, 16 * (32ull << 10), prof).proto == Proto::simple);
+}
+
+TEST_CASE("stack: send/receive across nodes runs Simple: NCCL gives network peers no LL buffer") {
+  // NCCL 2.14 onwards: a P2P connection over the network (net transport, connIndex 1, shared
+  // buffers) gets buffs[NCCL_PROTO_LL] only when NCCL_ALLOC_P2P_NET_LL_BUFFERS=1
+  // (src/transport/net.cc sendProxyConnect / recvProxyConnect; src/init.cc
+  // comm->allocP2pNetLLBuffers = ncclParamAllocP2pNetLLBuffers() == 1), and addP2pToPlan
+  // (src/enqueue.cc) keeps LL only where `conn->conn.buffs[NCCL_PROTO_LL] != nullptr`. A peer inside
+  // the node (P2P/NVLink transport, all protocols' buffers) keeps the NCCL_P2P_LL_THRESHOLD rule.
+  const Profile prof = sim::stack::prior_profile(90);
+  const auto spec = topologies::load_cluster("dgx-h100");
+  for (const auto version : {select::NcclVersion::v2_28_9, select::NcclVersion::v2_29_7}) {
+    CAPTURE(select::to_string(version));
+    sim::stack::Knobs knobs;
+    knobs.nccl_version = version;
+    const Predictor intra(spec, 1, 8, knobs);
+    const Predictor cross(spec, 2, 8, knobs);
+    const Predictor pair(spec, 2, 1, knobs);  // one GPU per node: the only peer is remote
+    CHECK(intra.predict(CollectiveOp::sendrecv, 1ull << 10, prof).proto == Proto::ll);
+    CHECK(cross.predict(CollectiveOp::sendrecv, 1ull << 10, prof).proto == Proto::simple);
+    CHECK(pair.predict(CollectiveOp::sendrecv, 1ull << 10, prof).proto == Proto::simple);
+    CHECK(cross.predict(CollectiveOp::alltoall, 16ull << 10, prof).proto == Proto::simple);
+    // NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 restores LL; so does NCCL_NET_SHARED_BUFFERS=0 (dedicated
+    // buffers of every protocol, src/transport/net.cc: `for (p ...) ... buffs[p]` when !shared).
+    sim::stack::Knobs alloc = knobs;
+    alloc.env.alloc_p2p_net_ll_buffers = true;
+    sim::stack::Knobs unshared = knobs;
+    unshared.env.net_shared_buffers = 0;
+    for (const auto& k : {alloc, unshared}) {
+      const auto ll = Predictor(spec, 2, 8, k).predict(CollectiveOp::sendrecv, 1ull << 10, prof);
+      CHECK(ll.proto == Proto::ll);
+      CHECK(Predictor(spec, 2, 1, k).predict(CollectiveOp::sendrecv, 1ull << 10, prof).proto == Proto::ll);
+      CHECK(Predictor(spec, 2, 8, k).predict(CollectiveOp::sendrecv, 32ull << 20, prof).proto ==
+            Proto::simple);
+      // LL's lower latency: the small call is faster than on Simple.
+      CHECK(ll.time_s < cross.predict(CollectiveOp::sendrecv, 1ull << 10, prof).time_s);
+    }
+    // The knob does not touch a peer inside the node.
+    CHECK(Predictor(spec, 1, 8, alloc).predict(CollectiveOp::sendrecv, 1ull << 10, prof).time_s ==
+          intra.predict(CollectiveOp::sendrecv, 1ull << 10, prof).time_s);
+  }
+  CHECK_FALSE(select::p2p_net_ll_buffers(select::NcclEnv{}));
 }
 
 TEST_CASE("stack: a P2P channel gives each direction half its copy rate, a ring channel all of it") {
@@ -666,4 +726,86 @@ TEST_CASE("stack: Grace hosts are Arm to NCCL's tuner, so 2.29+ leaves their NVL
   const int simple = select::idx(Proto::simple);
   REQUIRE(arm.time_us[nvls_tree][simple] > 0);
   CHECK(arm.time_us[nvls_tree][simple] < x86.time_us[nvls_tree][simple]);
+}
+
+TEST_CASE("stack: send/receive ignores a forced protocol, as NCCL's P2P path does (addP2pToPlan)") {
+  // NCCL's P2P path never reads NCCL_PROTO: LL while a peer's bytes fit 16 KiB per channel,
+  // Simple above, never LL128. A forced protocol changes neither the choice nor the time.
+  const auto spec = topologies::load_cluster("dgx-h100");
+  const Profile prof = sim::stack::prior_profile(90);
+  const Predictor plain(spec, 1, 8);
+  for (const char* forced : {"ll128", "LL", "simple", "^ll128", "LL128,Simple"}) {
+    CAPTURE(forced);
+    sim::stack::Knobs knobs;
+    knobs.env.proto = forced;
+    const Predictor pr(spec, 1, 8, knobs);
+    for (const auto& call :
+         {std::pair{CollectiveOp::sendrecv, 32ull << 20}, std::pair{CollectiveOp::alltoall, 1ull << 30},
+          std::pair{CollectiveOp::sendrecv, 1ull << 10}, std::pair{CollectiveOp::alltoall, 1ull << 20}}) {
+      const CollectiveOp op = call.first;
+      const std::uint64_t bytes = call.second;
+      CAPTURE(bytes);
+      const auto p = pr.predict(op, bytes, prof);
+      const auto q = plain.predict(op, bytes, prof);
+      CHECK(p.algorithm == "P2P");
+      CHECK(p.proto == q.proto);
+      CHECK(p.proto != Proto::ll128);
+      CHECK(p.channels == q.channels);
+      CHECK(p.time_s == q.time_s);
+    }
+    CHECK(pr.p2p_proto_note(CollectiveOp::sendrecv).find("does not apply to sendrecv") != std::string::npos);
+    CHECK(pr.p2p_proto_note(CollectiveOp::alltoall).find("does not apply to alltoall") != std::string::npos);
+    CHECK(pr.p2p_proto_note(CollectiveOp::allreduce).empty());  // the tuner honours it there
+  }
+  CHECK(plain.predict(CollectiveOp::sendrecv, 32ull << 20, prof).proto == Proto::simple);
+  CHECK(plain.predict(CollectiveOp::sendrecv, 1ull << 10, prof).proto == Proto::ll);
+  CHECK(plain.p2p_proto_note(CollectiveOp::sendrecv).empty());
+  // Across nodes too.
+  sim::stack::Knobs ll128;
+  ll128.env.proto = "LL128";
+  CHECK(Predictor(spec, 2, 8, ll128).predict(CollectiveOp::alltoall, 1ull << 30, prof).proto ==
+        Proto::simple);
+}
+
+TEST_CASE("stack: CollNet only across NVLink domains of a fabric whose switches reduce, as NCCL sets it up") {
+  // NCCL disables CollNet below NCCL_COLLNET_NODE_THRESHOLD (2) nodes (src/init.cc), and its SHARP
+  // plugin needs switches that reduce: a dragonfly's routers do not. --collnet on is then ignored
+  // (no CollNet pick, the reason kept for the communicator line and a forced algorithm's refusal).
+  const Profile h100 = sim::stack::prior_profile(90);
+  sim::stack::Knobs collnet;
+  collnet.collnet = true;
+  const auto dgx = topologies::load_cluster("dgx-h100");
+  const Predictor one(dgx, 1, 8, collnet);
+  CHECK_FALSE(one.shape().collnet_support);
+  CHECK(one.shape().collnet_off_reason.find("one NVLink domain") != std::string::npos);
+  CHECK(select::describe_comm(one.shape())
+            .find("; --collnet on ignored: CollNet is not set up on one NVLink domain") != std::string::npos);
+  for (std::uint64_t bytes : {32ull << 20, 1ull << 30}) {
+    const auto p = one.predict(CollectiveOp::allreduce, bytes, h100);
+    CHECK(p.algorithm == Predictor(dgx, 1, 8).predict(CollectiveOp::allreduce, bytes, h100).algorithm);
+    CHECK(p.algorithm.find("CollNet") == std::string::npos);
+  }
+  sim::stack::Knobs forced = collnet;
+  forced.env.algo = "collnetdirect";
+  CHECK_THROWS_WITH_AS(Predictor(dgx, 1, 8, forced).predict(CollectiveOp::allreduce, 1ull << 20, h100),
+                       doctest::Contains("CollNetDirect: CollNet is not set up on one NVLink domain"),
+                       InputError);
+  // Two DGX H100 on their InfiniBand fat tree: CollNet is set up and picked for large all-reduces.
+  const Predictor two(dgx, 2, 8, collnet);
+  CHECK(two.shape().collnet_support);
+  CHECK(two.shape().collnet_off_reason.empty());
+  CHECK(two.geometry().collnet_ports == 8);
+  CHECK(two.predict(CollectiveOp::allreduce, 1ull << 30, h100).algorithm.find("CollNet") == 0);
+  // GH200 on Slingshot (dragonfly): the NICs reach routers only.
+  const auto alps = topologies::load_cluster("gh200-slingshot");
+  const Predictor dragonfly(alps, 2, 4, collnet);
+  CHECK(dragonfly.geometry().collnet_ports == 0);
+  CHECK_FALSE(dragonfly.shape().collnet_support);
+  CHECK(dragonfly.shape().collnet_off_reason.find("no switch that reduces") != std::string::npos);
+  const Profile gh200 = sim::stack::prior_profile(90);
+  for (std::uint64_t bytes : {1ull << 20, 32ull << 20, 1ull << 30})
+    CHECK(dragonfly.predict(CollectiveOp::allreduce, bytes, gh200).algorithm ==
+          Predictor(alps, 2, 4).predict(CollectiveOp::allreduce, bytes, gh200).algorithm);
+  // Without --collnet on nothing is said.
+  CHECK(Predictor(alps, 2, 4).shape().collnet_off_reason.empty());
 }

@@ -314,6 +314,12 @@ TEST_CASE("stack: NCCL settings the log shows are applied like the keys, unless 
       load_with({{"NCCL_NVLS_CHUNKSIZE", "65536"}, {"NCCL_NVLSTREE_MAX_CHUNKSIZE", "32768"}});
   CHECK(chunked.knobs.env.nvls_chunksize == 65536);
   CHECK(chunked.knobs.env.nvlstree_max_chunksize == 32768);
+  // The knobs that give send/receive over the network LL buffers (src/init.cc: only "1" turns
+  // NCCL_ALLOC_P2P_NET_LL_BUFFERS on; src/transport/net.cc: NCCL_NET_SHARED_BUFFERS=0).
+  CHECK_FALSE(run.knobs.env.alloc_p2p_net_ll_buffers);
+  CHECK(load_with({{"NCCL_ALLOC_P2P_NET_LL_BUFFERS", "1"}}).knobs.env.alloc_p2p_net_ll_buffers);
+  CHECK_FALSE(load_with({{"NCCL_ALLOC_P2P_NET_LL_BUFFERS", "2"}}).knobs.env.alloc_p2p_net_ll_buffers);
+  CHECK(load_with({{"NCCL_NET_SHARED_BUFFERS", "0"}}).knobs.env.net_shared_buffers == 0);
   // CTA counts NCCL takes in its own way (src/init.cc): above 64 capped, <= 0 ignored, a minimum
   // above the maximum sets both to the maximum; each says so.
   const auto has_note = [](const fit::MeasuredRun& r, const std::string& what) {

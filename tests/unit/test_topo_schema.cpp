@@ -225,3 +225,17 @@ TEST_CASE("presets: the preset for a GPU named in nccl-tests rank lines") {
           std::string::npos);
   }
 }
+
+TEST_CASE("topo: --gpus-per-node above the node's GPUs is refused, for presets and files alike") {
+  CHECK_THROWS_WITH_AS(
+      build_topology(load_cluster("dgx-h100"), 2, 9),
+      doctest::Contains("--gpus-per-node 9: preset dgx-h100's nodes hold 8 GPUs; expected 1..8"), InputError);
+  CHECK_THROWS_WITH_AS(
+      build_topology(parse_cluster(minimal(), "cluster.json"), 2, 3),
+      doctest::Contains("--gpus-per-node 3: cluster.json's nodes hold 2 GPUs; expected 1..2"), InputError);
+  CHECK_THROWS_WITH_AS(check_gpus_per_node(load_cluster("angara-torus"), 2, "--x"),
+                       doctest::Contains("--x 2: preset angara-torus's nodes hold 1 GPU; expected 1 ("),
+                       InputError);
+  CHECK(build_topology(load_cluster("dgx-h100"), 2, 8).gpu_count() == 16);
+  CHECK(build_topology(load_cluster("dgx-h100"), 2, 1).gpu_count() == 2);
+}
