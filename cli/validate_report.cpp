@@ -7,28 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.hpp"
+#include "sim/report/breakdown.hpp"
 #include "sim/select/nccl_search.hpp"
 
 namespace commstack::cli {
 namespace {
-
-std::string breakdown_text(const sim::stack::Breakdown& b) {
-  return fmt::format(
-      "launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport {:.2f} protocol {:.2f} "
-      "contention {:.2f}",
-      b.launch_s * 1e6, b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6,
-      b.transport_s * 1e6, b.protocol_s * 1e6, b.contention_s * 1e6);
-}
-
-nlohmann::json breakdown_json(const sim::stack::Breakdown& b) {
-  return nlohmann::json{{"launch_us", b.launch_s * 1e6},
-                        {"algorithm_latency_us", b.algorithm_latency_s * 1e6},
-                        {"fabric_latency_us", b.fabric_latency_s * 1e6},
-                        {"fabric_bandwidth_us", b.fabric_bandwidth_s * 1e6},
-                        {"transport_us", b.transport_s * 1e6},
-                        {"protocol_us", b.protocol_s * 1e6},
-                        {"contention_us", b.contention_s * 1e6}};
-}
 
 // Why a system may have run NCCL that way without anyone asking (fit::ValidationResult::alternatives).
 std::string alternative_reason(const fit::ValidationResult::Alternative& a, const fit::MeasuredRun& run) {
@@ -134,7 +117,7 @@ nlohmann::json rows_json(const ValidateReport& report) {
     if (r.model_choice) j["model_choice"] = *r.model_choice;
     if (r.logged_unavailable) j["nccl_logged_unavailable"] = *r.logged_unavailable;
     j["nccl_model_us"] = r.nccl_model_us > 0 ? nlohmann::json(r.nccl_model_us) : nlohmann::json(nullptr);
-    if (report.breakdown) j["breakdown"] = breakdown_json(r.prediction.breakdown);
+    if (report.breakdown) j["breakdown"] = sim::breakdown_json<nlohmann::json>(r.prediction.breakdown);
     rows.push_back(j);
   }
   return rows;
@@ -205,10 +188,7 @@ void print_header(const ValidateReport& report, bool csv) {
     fmt::print(
         "size,measured_us,predicted_us,error_percent,algorithm,protocol,channels,measured_busbw_GBps,"
         "predicted_busbw_GBps,nccl_model_us{}\n",
-        report.breakdown
-            ? ",launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,"
-              "protocol_us,contention_us"
-            : "");
+        report.breakdown ? fmt::format(",{}", sim::kBreakdownCsvColumns) : "");
   } else {
     fmt::print("# {} on {} ({} nodes x {} GPUs), {}, {} times, profile {} ({}), NCCL {} selection; {}\n",
                run.file, run.cluster_name, run.nodes, run.gpus_per_node, sim::to_string(run.op),
@@ -279,16 +259,14 @@ void print_rows(const ValidateReport& report, bool csv) {
                  r.error_percent, p.algorithm, select::to_string(p.proto), p.channels,
                  r.bytes * bf / r.measured_us / 1e3, r.bytes * bf / r.predicted_us / 1e3);
       fmt::print(",{}", r.nccl_model_us > 0 ? fmt::format("{:.3f}", r.nccl_model_us) : "");
-      if (report.breakdown)
-        fmt::print(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}", b.launch_s * 1e6,
-                   b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6,
-                   b.transport_s * 1e6, b.protocol_s * 1e6, b.contention_s * 1e6);
+      if (report.breakdown) fmt::print(",{}", sim::breakdown_csv(b));
       fmt::print("\n");
     } else {
-      fmt::print(
-          "{:>12} {:>12.2f} {:>12.2f} {:>8.1f} {:>13}  {}/{}/{}{}\n", r.bytes, r.measured_us, r.predicted_us,
-          r.error_percent, r.nccl_model_us > 0 ? fmt::format("{:.2f}", r.nccl_model_us) : "-", p.algorithm,
-          select::to_string(p.proto), p.channels, report.breakdown ? "  [" + breakdown_text(b) + "]" : "");
+      fmt::print("{:>12} {:>12.2f} {:>12.2f} {:>8.1f} {:>13}  {}/{}/{}{}\n", r.bytes, r.measured_us,
+                 r.predicted_us, r.error_percent,
+                 r.nccl_model_us > 0 ? fmt::format("{:.2f}", r.nccl_model_us) : "-", p.algorithm,
+                 select::to_string(p.proto), p.channels,
+                 report.breakdown ? "  [" + sim::breakdown_text(b) + "]" : "");
     }
   }
 }

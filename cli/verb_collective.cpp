@@ -17,6 +17,7 @@
 #include "sim/algorithms/collective.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/protocol/protocol.hpp"
+#include "sim/report/breakdown.hpp"
 #include "sim/report/otf2_writer.hpp"
 #include "sim/report/sweep.hpp"
 #include "sim/report/trace.hpp"
@@ -226,25 +227,25 @@ StackModel choose_model(const CollectiveOptions& o, const topologies::ClusterSpe
   // The coll channels after --min-channels / --max-channels, as NCCL prints them after NCCL_MIN/MAX_CTAS.
   info.model += "; " + select::describe_comm(model.predictor->shape(), knobs.env);
   info.channels = 0;  // NCCL's channels are per call (the breakdown, CSV and JSON rows)
+  // nccl-tests' header says what -g and -G the prediction models (validate reads them back).
+  info.gpus_per_thread = knobs.gpus_per_thread;
+  info.graph = knobs.cuda_graph ? 1 : 0;
   return model;
 }
 
-// One size with the stack model: the point, and its --breakdown line.
+// One size with the stack model: the point (with its layers), and its --breakdown line.
 std::string predict_point(const StackModel& model, sim::CollectiveOp op, int n, sim::SweepPoint& p) {
   const auto pr = model.predictor->predict(op, p.size.bytes, model.profile);
+  p.stack_model = true;
   p.time_s = pr.time_s;
   p.algorithm = pr.algorithm;
   p.protocol = select::to_string(pr.proto);
   p.nccl_channels = pr.channels;
+  p.breakdown = pr.breakdown;
   sim::set_bandwidths(p, op, n);
-  const auto& b = pr.breakdown;
   return fmt::format(
-      "# {:>12} {}/{}/{} launch {:.2f} alg-lat {:.2f} fab-lat {:.2f} fab-bw {:.2f} transport "
-      "{:.2f} protocol {:.2f} "
-      "contention {:.2f} = {:.2f} us{}",
-      p.size.bytes, pr.algorithm, select::to_string(pr.proto), pr.channels, b.launch_s * 1e6,
-      b.algorithm_latency_s * 1e6, b.fabric_latency_s * 1e6, b.fabric_bandwidth_s * 1e6, b.transport_s * 1e6,
-      b.protocol_s * 1e6, b.contention_s * 1e6, pr.time_s * 1e6,
+      "# {:>12} {}/{}/{} {} = {:.2f} us{}", p.size.bytes, pr.algorithm, select::to_string(pr.proto),
+      pr.channels, sim::breakdown_text(pr.breakdown), pr.time_s * 1e6,
       // Where the fabric is slower than the NICs for this pattern, say by how much.
       pr.contention_factor > 1.0 ? fmt::format(" (fabric {:.3f}x slower than the NICs)", pr.contention_factor)
                                  : "");
@@ -361,6 +362,9 @@ void run(const CollectiveOptions& o) {
   info.min_bytes = min_bytes;
   info.max_bytes = max_bytes;
   info.step_factor = factor;
+  // --breakdown with --format csv / json: each row's layers, as validate prints them; the text
+  // table is followed by '#' lines instead.
+  info.breakdown = o.breakdown && o.format != "nccl-tests";
   const StackModel model = choose_model(o, spec, topo, algorithm, channels, info);
   const bool use_stack = model.predictor.has_value();
   if (use_stack) {
@@ -378,9 +382,11 @@ void run(const CollectiveOptions& o) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     sim::SweepPoint p;
     p.size = sim::sweep_size(op, sizes[i], n, info.type_size);
-    // A zero-element collective returns at once in NCCL: nothing to simulate.
-    if (use_stack && p.size.bytes > 0) {
-      breakdown_lines.push_back(predict_point(model, op, n, p));
+    // A zero-element collective returns at once in NCCL: nothing to predict (time and layers 0, no
+    // algorithm), nor to simulate.
+    if (use_stack) {
+      if (p.size.bytes > 0) breakdown_lines.push_back(predict_point(model, op, n, p));
+      p.stack_model = true;
       points.push_back(p);
       continue;
     }
@@ -399,7 +405,7 @@ void run(const CollectiveOptions& o) {
   } else {
     fmt::print("{}", sim::format_nccl_tests(info, points));
   }
-  if (o.breakdown) {
+  if (o.breakdown && !info.breakdown) {
     fmt::print("# stack-model breakdown per size (profile {}): algorithm/protocol/channels, layers in us\n",
                model.profile.name);
     for (const auto& line : breakdown_lines) fmt::print("{}\n", line);

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include "sim/report/breakdown.hpp"
+
 namespace commstack::sim {
 namespace {
 
@@ -53,12 +55,10 @@ SweepSize sweep_size(CollectiveOp op, std::uint64_t requested_bytes, int nranks,
   switch (op) {
     case CollectiveOp::allgather:
     case CollectiveOp::reducescatter:
-      s.count = count / n;  // per rank
-      s.bytes = s.count * ts * n;
-      break;
     case CollectiveOp::alltoall: {
-      // nccl-tests (src/alltoall.cu AlltoAllGetCollByteCount): the count per peer, rounded down to
-      // 16 bytes, is what it prints and what each rank sends to each peer.
+      // nccl-tests (src/all_gather.cu, reduce_scatter.cu, alltoall.cu *GetCollByteCount:
+      // (count/nranks) & -(16/eltSize)): the count per rank (per peer for alltoall), rounded down
+      // to 16 bytes, is what it prints and what each rank contributes (sends to each peer).
       const std::uint64_t align = ts < 16 ? 16 / ts : 1;
       s.count = count / n / align * align;
       s.bytes = s.count * ts * n;
@@ -105,9 +105,9 @@ std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoin
   // the collective from: all-gather and alltoall print the same columns.
   out += fmt::format("# Collective test starting: {}_perf\n", nccl_tests_name(info.op));
   out += fmt::format(
-      "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
-      "validation: 0 graph: 0\n",
-      info.min_bytes, info.max_bytes, info.step_factor);
+      "# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
+      "validation: 0 graph: {}\n",
+      info.gpus_per_thread, info.min_bytes, info.max_bytes, info.step_factor, info.graph);
   out += "#\n";
   out += "#                                                              out-of-place                       in-place\n";
   out += "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
@@ -128,19 +128,22 @@ std::string format_nccl_tests(const SweepInfo& info, const std::vector<SweepPoin
 }
 
 std::string format_csv(const SweepInfo& info, const std::vector<SweepPoint>& points) {
-  // A stack-model point has no flows: its fidelity is "-", and its NCCL algorithm, protocol and
-  // channels fill the last three columns ("-", "-", 0 for a SimGrid point).
+  // A stack-model point has no flows: its fidelity is "-", its flows and chunks 0, and its NCCL
+  // algorithm, protocol and channels fill the next three columns ("-", "-", 0 for a SimGrid point
+  // and a zero-byte call). --breakdown adds the layers' columns, as validate's CSV.
   std::string out =
       "op,nranks,size_bytes,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,fidelity,flows,chunks,"
       "algorithm,"
-      "protocol,nccl_channels\n";
+      "protocol,nccl_channels";
+  out += info.breakdown ? fmt::format(",{}\n", kBreakdownCsvColumns) : "\n";
+  const auto or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   for (const auto& p : points) {
-    const bool stack = !p.algorithm.empty();
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(info.op), info.nranks,
-                       p.size.bytes, p.size.count, info.type, redop(info.op), root_column(info),
-                       p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps, stack ? "-" : to_string(p.fidelity),
-                       p.flows, stack ? 0 : p.chunks, stack ? p.algorithm : "-", stack ? p.protocol : "-",
-                       p.nccl_channels);
+    out +=
+        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", to_string(info.op), info.nranks,
+                    p.size.bytes, p.size.count, info.type, redop(info.op), root_column(info), p.time_s * 1e6,
+                    p.algbw_GBps, p.busbw_GBps, p.stack_model ? "-" : to_string(p.fidelity), p.flows,
+                    p.stack_model ? 0 : p.chunks, or_dash(p.algorithm), or_dash(p.protocol), p.nccl_channels);
+    out += info.breakdown ? fmt::format(",{}\n", breakdown_csv(p.breakdown)) : "\n";
   }
   return out;
 }
@@ -165,15 +168,18 @@ std::string format_json(const SweepInfo& info, const std::vector<SweepPoint>& po
                                {"time_us", p.time_s * 1e6},
                                {"algbw_GBps", p.algbw_GBps},
                                {"busbw_GBps", p.busbw_GBps}};
-    if (p.algorithm.empty()) {
+    if (!p.stack_model) {
       row["fidelity"] = to_string(p.fidelity);
       row["flows"] = p.flows;
       row["chunks"] = p.chunks;
     } else {
-      row["algorithm"] = p.algorithm;
-      row["protocol"] = p.protocol;
+      // A zero-byte call (NCCL returns at once) has no algorithm: "-", "-", 0 as in the CSV.
+      row["algorithm"] = p.algorithm.empty() ? "-" : p.algorithm;
+      row["protocol"] = p.protocol.empty() ? "-" : p.protocol;
       row["nccl_channels"] = p.nccl_channels;
     }
+    if (info.breakdown)
+      row["breakdown"] = breakdown_json<nlohmann::ordered_json>(p.breakdown);  // as validate's
     rows.push_back(row);
   }
   return doc.dump(2) + "\n";

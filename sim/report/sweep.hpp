@@ -6,11 +6,14 @@
 #include <vector>
 
 #include "sim/algorithms/collective.hpp"
+#include "sim/stack/predict.hpp"
 
 namespace commstack::sim {
 
 // nccl-tests' size and count columns for a requested size. nccl-tests works in whole elements:
-// allgather / reducescatter / alltoall round the size down to a multiple of n * type size.
+// allgather / reducescatter / alltoall take count / n elements per rank (per peer), rounded down
+// to a multiple of 16 bytes (its GetCollByteCount: (count/nranks) & -(16/eltSize)), so the size
+// is a multiple of n x 16 bytes (0 below it).
 struct SweepSize {
   std::uint64_t bytes = 0;  // the size column (what the collective moves, nccl-tests convention)
   std::uint64_t count =
@@ -30,11 +33,14 @@ struct SweepPoint {
   Fidelity fidelity = Fidelity::chunk;
   long long flows = 0;
   int chunks = 1;
-  // Stack-model points: NCCL's algorithm, protocol and channels for the call (empty / 0 for a
+  // Stack-model points (`stack_model`): NCCL's algorithm, protocol and channels for the call and the
+  // layers of its time (empty / 0 for a zero-byte call, which NCCL returns at once, and for a
   // SimGrid fabric simulation, whose fidelity, flows and chunks are the ones above).
+  bool stack_model = false;
   std::string algorithm;
   std::string protocol;
   int nccl_channels = 0;
+  stack::Breakdown breakdown;
 };
 
 struct SweepInfo {
@@ -51,6 +57,11 @@ struct SweepInfo {
   int type_size = 4;
   int root = 0;
   std::string model;  // what predicted the sweep, for the header ("calibrated stack model, profile ...")
+  // nccl-tests' -g (the header's nGpus) and -G (its "graph:" count) the prediction models, which
+  // validate reads back from the header.
+  int gpus_per_thread = 1;
+  int graph = 0;
+  bool breakdown = false;  // CSV and JSON: each point's layers (--breakdown; docs/cli.md)
 };
 
 // Fills algbw/busbw from time (0 when time is 0).

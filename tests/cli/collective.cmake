@@ -177,3 +177,45 @@ commstack_cli_test(NAME collective.gb200_two_racks_mnnvl_off
 commstack_cli_test(NAME collective.several_nics_per_gpu_note
   ARGS collective --profile none --cluster tests/cli/cluster-two-nics-per-gpu.json -b 1M -e 1M
   MATCH "commstack: note: GPUs of two-nics-per-gpu x 2 nodes own up to 2 NICs each; the fabric simulation sends a GPU's network traffic through one of them")
+# The nccl-tests header says which nccl-tests -g (nGpus) and -G (graph:) the prediction models:
+# validate reads both from exactly these fields.
+commstack_cli_test(NAME collective.header_gpus_per_thread_graph
+  ARGS collective --cluster dgx-a100 --nodes 1 --gpus-per-thread 8 --cuda-graph on -b 8 -e 8
+  MATCH "\n# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2\\(factor\\) warmup iters: 0 iters: 1 agg iters: 1 validation: 0 graph: 1\n")
+# Round trip: collective's log fed to validate on the same cluster predicts its own times (~0%
+# MAPE; the log's times are rounded). One thread driving 8 GPUs (-g 8) puts 8 launches of host
+# time on the small sizes; read back as nGpus 1 they were 39% off. With -G the host time is hidden.
+add_test(NAME cli.collective.validate_roundtrip_g8
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/collective_validate_roundtrip.sh $<TARGET_FILE:commstack>
+          ${CMAKE_CURRENT_BINARY_DIR} rt-g8 0.1 dgx-a100 1 8 --gpus-per-thread 8 -b 8 -e 1G
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.collective.validate_roundtrip_g8_graph
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/collective_validate_roundtrip.sh $<TARGET_FILE:commstack>
+          ${CMAKE_CURRENT_BINARY_DIR} rt-g8-graph 0.1 dgx-a100 1 8 --gpus-per-thread 8 --cuda-graph on -b 8 -e 1G
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# nccl-tests' per-rank count for all-gather / reduce-scatter (as alltoall's per peer) is
+# (count/nranks) & -(16/eltSize): on 8 ranks sizes below 128 bytes are 0 (the B200 log
+# calibration/data/nccl-tests/nccl-tests_all_gather_b200_1n8g_vultr-poc.txt: 0 0 0 0 128 ...).
+commstack_cli_test(NAME collective.allgather_16_byte_alignment
+  ARGS collective --cluster dgx-h100 --nodes 1 --op allgather -b 8 -e 256
+  MATCH "\\(GB/s\\)\n +0 +0 +float +none +-1 +0\\.00 +0\\.00 +0\\.00 +N/A +0\\.00 +0\\.00 +0\\.00 +N/A\n +0 +0 +float +none +-1 +0\\.00 +0\\.00 +0\\.00 +N/A +0\\.00 +0\\.00 +0\\.00 +N/A\n +0 +0 +float +none +-1 +0\\.00 +0\\.00 +0\\.00 +N/A +0\\.00 +0\\.00 +0\\.00 +N/A\n +0 +0 +float +none +-1 +0\\.00 +0\\.00 +0\\.00 +N/A +0\\.00 +0\\.00 +0\\.00 +N/A\n +128 +4 +float +none +-1 [^\n]*\n +256 +8 +float ")
+commstack_cli_test(NAME collective.reducescatter_16_byte_alignment
+  ARGS collective --profile none --cluster dgx-h100 --nodes 2 --op reducescatter -b 64 -e 512 --format csv
+  MATCH "\nreducescatter,16,0,0,float,sum,-1,0,0,0,chunk,0,1,-,-,0\nreducescatter,16,0,0,float,sum,-1,0,0,0,chunk,0,1,-,-,0\nreducescatter,16,256,4,[^\n]*\nreducescatter,16,512,8,")
+# --breakdown with --format json / csv: each row carries its layers as validate's do (a breakdown
+# object per row, the layer columns), and nothing follows the JSON document or the CSV rows.
+commstack_cli_test(NAME collective.breakdown_json
+  ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 4M --breakdown --format json
+  MATCH "\"nccl_channels\": 16,\n +\"breakdown\": {\n +\"launch_us\": [0-9.]+,\n +\"algorithm_latency_us\": [0-9.]+,\n +\"fabric_latency_us\": [0-9.]+,\n +\"fabric_bandwidth_us\": [0-9.]+,\n +\"transport_us\": [0-9.]+,\n +\"protocol_us\": [0-9.]+,\n +\"contention_us\": [0-9.]+\n +}\n +}\n +\\]\n}\n$")
+set(_breakdown_csv_row "allreduce,16,[0-9]+,[0-9]+,float,sum,-1,[0-9.]+,[0-9.]+,[0-9.]+,-,0,0,[A-Za-z]+,[A-Za-z0-9]+,16(,[0-9]+\\.[0-9][0-9][0-9][0-9])+\n")
+commstack_cli_test(NAME collective.breakdown_csv
+  ARGS collective --cluster dgx-h100 --nodes 2 -b 1M -e 4M --breakdown --format csv
+  MATCH "^op,[^\n]*,nccl_channels,launch_us,algorithm_latency_us,fabric_latency_us,fabric_bandwidth_us,transport_us,protocol_us,contention_us\n${_breakdown_csv_row}${_breakdown_csv_row}${_breakdown_csv_row}$")
+# A zero-byte call in the stack model's CSV / JSON is a stack-model row like the others (fidelity
+# "-", no flows or chunks, no algorithm), not a SimGrid one (chunk, 1).
+commstack_cli_test(NAME collective.stack_zero_size_csv
+  ARGS collective --cluster dgx-h100 --nodes 1 --op allgather -b 0 -e 128 --format csv --breakdown
+  MATCH "\nallgather,8,0,0,float,none,-1,0,0,0,-,0,0,-,-,0,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000\n")
+commstack_cli_test(NAME collective.stack_zero_size_json
+  ARGS collective --cluster dgx-h100 --nodes 1 -b 0 -e 8 --format json
+  MATCH "\"size_bytes\": 0,\n +\"count\": 0,\n +\"time_us\": 0.0,\n +\"algbw_GBps\": 0.0,\n +\"busbw_GBps\": 0.0,\n +\"algorithm\": \"-\",\n +\"protocol\": \"-\",\n +\"nccl_channels\": 0\n")
