@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -145,7 +146,8 @@ ModelSpec resolve_model(const std::string& name_or_path) {
   for (const auto& [stem, text] : embedded_model_files()) {
     if (stem == name_or_path) return builtin_model(name_or_path);
   }
-  if (std::filesystem::exists(name_or_path)) return load_model_file(name_or_path);
+  std::error_code ec;  // a name the file system refuses (too long) is no file: the built-in lookup names it
+  if (std::filesystem::exists(name_or_path, ec)) return load_model_file(name_or_path);
   return builtin_model(name_or_path);  // throws with the list of names
 }
 

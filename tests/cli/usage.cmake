@@ -32,6 +32,8 @@ usage_expect(NAME usage_long_scenario_name ARGS whatif ${_usage_long}
   MATCH "commstack: error: scenario '${_usage_80}\\.\\.\\. \\(300 characters\\)': neither a built-in scenario")
 usage_expect(NAME usage_long_profile_name ARGS collective --cluster dgx-h100 --profile ${_usage_long}
   MATCH "commstack: error: --profile ${_usage_80}\\.\\.\\. \\(300 characters\\): no such file, and no shipped profile")
+usage_expect(NAME usage_long_model_name ARGS train --cluster dgx-h100 --model ${_usage_long}
+  MATCH "commstack: error: .*${_usage_80}\\.\\.\\. \\(300 characters\\)")
 # A path is shown whole, however long, so that the message names the file.
 usage_expect(NAME usage_long_path_whole ARGS topo --cluster dgx-h100 --dot /nonexistent/${_usage_long}.dot
   MATCH "commstack: error: --dot /nonexistent/${_usage_long}\\.dot: cannot open")
