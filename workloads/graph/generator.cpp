@@ -383,11 +383,42 @@ private:
       return;
     }
     if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch", ph, mb, l, chunk, true);
+    routed_experts_forward(lf, ph, mb, l, chunk);
+    if (p_.ep > 1)
+      collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk,
+                 true);
+    if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
+  }
+  // The routed experts between the two all-to-alls, shared by the serial and the overlapped layer:
+  // the expert-TP gather of the received tokens, the expert GEMMs, the expert-TP reduce-scatter.
+  void routed_experts_forward(const LayerFlops& lf, Phase ph, int mb, std::int64_t l, int chunk) {
     expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
     compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
     expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
-    if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine", ph, mb, l, chunk, true);
-    if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
+  }
+  // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.
+  void routed_experts_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    const Phase B = Phase::backward;
+    expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
+    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
+            B, mb, l, chunk);
+    expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
+  }
+  void moe_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    if (shared_expert_overlap()) {
+      moe_backward_overlapped(lf, mb, l, chunk);
+      return;
+    }
+    const Phase B = Phase::backward;
+    if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
+    if (p_.ep > 1)
+      collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk,
+                 true);
+    routed_experts_backward(lf, mb, l, chunk);
+    if (p_.ep > 1)
+      collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l,
+                 chunk, true);
+    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
   }
   // --moe-shared-expert-overlap (Megatron's MoEAlltoAllTokenDispatcher with SharedExpertMLP on its own
   // CUDA stream): the shared experts' SP all-gather starts after the router, their fc1 and activation
@@ -410,10 +441,7 @@ private:
     streaming(ph == Phase::recompute ? n.act_recompute : n.act, activation_fwd_bytes() * tokens_ * f / t_, ph,
               mb, l, chunk);
     if (dispatch >= 0) pending_.push_back(dispatch);
-    expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
-    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb,
-            l, chunk);
-    expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
+    routed_experts_forward(lf, ph, mb, l, chunk);
     const int combine = p_.ep > 1 ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
                                                "ep.combine", ph, mb, l, chunk, false, after_last_compute())
                                   : -1;
@@ -431,10 +459,7 @@ private:
                                   : -1;
     mlp_backward_fc2(kSharedExperts, shared_width(), mb, l, chunk);
     if (combine >= 0) pending_.push_back(combine);
-    expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
-    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
-            B, mb, l, chunk);
-    expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
+    routed_experts_backward(lf, mb, l, chunk);
     const int dispatch = p_.ep > 1
                              ? collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(),
                                           "ep.dispatch.bwd", B, mb, l, chunk, false, after_last_compute())
@@ -510,18 +535,8 @@ private:
     if (!recomputed) zero3_gather(l, B, mb, chunk);
     if (p_.recompute == Recompute::full && !recomputed) layer_forward(l, Phase::recompute, mb, chunk);
     streaming("residual_add.mlp.bwd", residual_bwd_bytes() * residual_elements(), B, mb, l, chunk);
-    if (m_.is_moe_layer(l) && shared_expert_overlap()) {
-      moe_backward_overlapped(lf, mb, l, chunk);
-    } else if (m_.is_moe_layer(l)) {
-      if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
-      if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.combine.bwd", B, mb, l, chunk, true);
-      // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.
-      expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
-      compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2), B, mb, l,
-              chunk);
-      expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
-      if (p_.ep > 1) collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l, chunk, true);
-      compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+    if (m_.is_moe_layer(l)) {
+      moe_backward(lf, mb, l, chunk);
     } else {
       mlp_backward(kDenseMlp, static_cast<double>(m_.ffn_hidden), mb, l, chunk);
     }
