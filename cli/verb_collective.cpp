@@ -423,8 +423,10 @@ void register_collective(CLI::App& app) {
   sub->add_option("--cluster", o->cluster, "Cluster preset name or cluster JSON file")->required();
   sub->add_option("--nodes", o->nodes, "Number of nodes (default: the cluster's)");
   sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: the cluster's)");
-  sub->add_option("--op", o->op,
-                  "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv")
+  sub->add_option(
+         "--op", o->op,
+         "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv (nccl-tests' "
+         "names too: all_reduce, all_reduce_perf)")
       ->capture_default_str();
   sub->add_option("-b,--min-bytes", o->min_bytes, "Smallest size (nccl-tests -b; K/M/G suffixes)")->capture_default_str();
   sub->add_option("-e,--max-bytes", o->max_bytes, "Largest size (nccl-tests -e)")->capture_default_str();

@@ -171,12 +171,21 @@ std::string to_string(CollectiveOp op) {
 }
 
 CollectiveOp collective_op_from_string(const std::string& name) {
+  // nccl-tests users type the binaries' names (all_reduce_perf, reduce_scatter, all-gather): the
+  // separators and the _perf suffix carry no meaning, NCCL's names are the same words.
+  std::string key;
+  for (const char c : name)
+    if (c != '_' && c != '-') key += c;
+  if (key.size() > 4 && key.ends_with("perf")) key.resize(key.size() - 4);
   std::string valid;
   for (auto [o, n] : kOps) {
-    if (name == n) return o;
+    if (key == n) return o;
     valid += valid.empty() ? n : std::string(", ") + n;
   }
-  throw InputError(fmt::format("--op: unknown collective '{}'; expected one of {}", name, valid));
+  throw InputError(
+      fmt::format("--op: unknown collective '{}'; expected one of {} (nccl-tests' names such as "
+                  "all_reduce or all_reduce_perf work too)",
+                  name, valid));
 }
 
 std::string to_string(Fidelity f) {

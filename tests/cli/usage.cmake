@@ -37,3 +37,7 @@ usage_expect(NAME usage_long_model_name ARGS train --cluster dgx-h100 --model ${
 # A path is shown whole, however long, so that the message names the file.
 usage_expect(NAME usage_long_path_whole ARGS topo --cluster dgx-h100 --dot /nonexistent/${_usage_long}.dot
   MATCH "commstack: error: --dot /nonexistent/${_usage_long}\\.dot: cannot open")
+
+# docs/cli.md's help texts are the binary's (scripts/cli-help.sh regenerates them).
+add_test(NAME cli.usage.help_texts_match_docs
+  COMMAND sh ${PROJECT_SOURCE_DIR}/tests/cli/help_docs.sh $<TARGET_FILE:commstack> ${PROJECT_SOURCE_DIR})

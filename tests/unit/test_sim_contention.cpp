@@ -145,4 +145,12 @@ TEST_CASE("sim: bad collective specs are input errors") {
   CHECK(g.size() == 0);
   CHECK_THROWS_AS(collective_op_from_string("allreduse"), commstack::InputError);
   CHECK(collective_op_from_string("reducescatter") == CollectiveOp::reducescatter);
+  // nccl-tests' binary names: the separators and the _perf suffix are dropped, nothing else.
+  CHECK(collective_op_from_string("all_reduce") == CollectiveOp::allreduce);
+  CHECK(collective_op_from_string("reduce_scatter_perf") == CollectiveOp::reducescatter);
+  CHECK(collective_op_from_string("all-gather") == CollectiveOp::allgather);
+  CHECK(collective_op_from_string("sendrecv_perf") == CollectiveOp::sendrecv);
+  CHECK_THROWS_AS(collective_op_from_string("perf"), commstack::InputError);
+  CHECK_THROWS_AS(collective_op_from_string("all_reduce_perf_perf"), commstack::InputError);
+  CHECK_THROWS_AS(collective_op_from_string("AllReduce"), commstack::InputError);
 }
