@@ -32,6 +32,16 @@ double grad_bytes_option(const std::string& text) {
   throw InputError(fmt::format("--grad-dtype: unknown '{}'; expected bf16 or fp32", text));
 }
 
+workloads::TokenDispatcher token_dispatcher_option(const std::string& text) {
+  if (text == "alltoall") return workloads::TokenDispatcher::alltoall;
+  if (text == "allgather") return workloads::TokenDispatcher::allgather;
+  if (text == "flex")
+    throw InputError(
+        "--moe-token-dispatcher: 'flex' (DeepEP / HybridEP fused dispatch kernels) is not modelled; expected "
+        "alltoall or allgather");
+  throw InputError(fmt::format("--moe-token-dispatcher: unknown '{}'; expected alltoall or allgather", text));
+}
+
 bool parse_nccl_switch(const std::string& text, const std::string& flag) {
   if (text == "on" || text == "1") return true;
   if (text == "off" || text == "0") return false;

@@ -35,8 +35,8 @@ struct PlanCliOptions {
   std::string max_tp, max_vs = "8", max_micro_batch = "8";
   bool tp_across_nodes = false;
   std::string precision = "bf16", attention = "flash", tp_backward_overlap = "on", overlap_grad_reduce = "on",
-              overlap_param_gather = "off", fp8_param_gather = "off", grad_dtype = "bf16", compute_profile,
-              channels = "auto", fidelity = "auto";
+              overlap_param_gather = "off", fp8_param_gather = "off", moe_token_dispatcher = "alltoall",
+              grad_dtype = "bf16", compute_profile, channels = "auto", fidelity = "auto";
   std::string top = "10", format = "text";
   bool progress = false;
 };
@@ -118,6 +118,10 @@ void run(const PlanCliOptions& o) {
   s.fp8_param_gather = parse_on_off(o.fp8_param_gather, "--fp8-param-gather");
   if (s.fp8_param_gather && s.precision != workloads::Precision::fp8)
     throw InputError("--fp8-param-gather on: needs --precision fp8 (FP8 weights exist only in FP8 training)");
+  s.moe_token_dispatcher = token_dispatcher_option(o.moe_token_dispatcher);
+  if (s.moe_token_dispatcher != workloads::TokenDispatcher::alltoall && !model.moe)
+    throw InputError(fmt::format("--moe-token-dispatcher {}: {} has no experts to dispatch tokens to",
+                                 o.moe_token_dispatcher, model.name));
   s.grad_bytes = grad_bytes_option(o.grad_dtype);
   opts.top = static_cast<int>(parse_int(o.top, "--top", 1, 1 << 20));
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
@@ -207,6 +211,10 @@ void register_plan(CLI::App& app) {
       "--fp8-param-gather", opts->fp8_param_gather,
       "off (default) or on: candidates with ZeRO >= 1 all-gather their GEMM weights in FP8 (needs "
       "--precision fp8; Megatron-Core --fp8-param-gather)");
+  sub->add_option(
+      "--moe-token-dispatcher", opts->moe_token_dispatcher,
+      "MoE models: alltoall (default) or allgather (Megatron-Core's default) token dispatcher for "
+      "every candidate");
   sub->add_option("--grad-dtype", opts->grad_dtype,
                   "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
                   "--accumulate-allreduce-grads-in-fp32)");

@@ -35,7 +35,7 @@ struct TrainOptions {
   std::string micro_batch = "1", global_batch, seq;
   std::string precision = "bf16", virtual_stages = "1", recompute = "none", attention = "flash";
   std::string tp_backward_overlap = "on", overlap_grad_reduce = "on", overlap_param_gather = "off";
-  std::string fp8_param_gather = "off", moe_shared_expert_overlap = "off";
+  std::string fp8_param_gather = "off", moe_shared_expert_overlap = "off", moe_token_dispatcher = "alltoall";
   std::string grad_dtype = "bf16";
   std::optional<std::string> first_stage_layers, last_stage_layers, pipeline_layout;
   bool embedding_in_split = false, loss_in_split = false;
@@ -101,6 +101,7 @@ void run(const TrainOptions& o) {
   par.overlap_param_gather = parse_on_off(o.overlap_param_gather, "--overlap-param-gather");
   par.fp8_param_gather = parse_on_off(o.fp8_param_gather, "--fp8-param-gather");
   par.moe_shared_expert_overlap = parse_on_off(o.moe_shared_expert_overlap, "--moe-shared-expert-overlap");
+  par.moe_token_dispatcher = token_dispatcher_option(o.moe_token_dispatcher);
   par.grad_bytes = grad_bytes_option(o.grad_dtype);
   par.virtual_stages = static_cast<int>(parse_int(o.virtual_stages, "--virtual-stages", 1, 1024));
   if (par.virtual_stages > 1) par.schedule = workloads::PipelineSchedule::interleaved;
@@ -139,6 +140,7 @@ void run(const TrainOptions& o) {
       model, par, topo.gpu_count(),
       "train options (--tp/--pp/--dp/--cp/--ep/--etp/--zero/--virtual-stages/--*-batch/--seq, "
       "--precision, --overlap-param-gather, --fp8-param-gather, --moe-shared-expert-overlap, "
+      "--moe-token-dispatcher, "
       "--decoder-*-pipeline-num-layers, "
       "--account-for-*-in-pipeline-split, "
       "--pipeline-model-parallel-layout, --mtp-num-layers)");
@@ -170,7 +172,8 @@ void run(const TrainOptions& o) {
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
   if (par.fp8_param_gather) label.config += " fp8-param-gather on";
   if (par.moe_shared_expert_overlap) label.config += " moe-shared-expert-overlap on";
-  label.config += workloads::describe_expert_tp(model, par) + workloads::describe_mtp(model) +
+  label.config += workloads::describe_expert_tp(model, par) +
+                  workloads::describe_token_dispatcher(model, par) + workloads::describe_mtp(model) +
                   workloads::describe_uneven_split(model, par);
   if (o.format == "json") fmt::print("{}\n", sim::train::to_json(result, label).dump(2));
   else fmt::print("{}", sim::train::format_text(result, label));
@@ -232,6 +235,11 @@ void register_train(CLI::App& app) {
   sub->add_option("--moe-shared-expert-overlap", opts->moe_shared_expert_overlap,
                   "off (default) or on: MoE models with shared experts run them while the token dispatcher's "
                   "all-to-alls move the routed tokens (Megatron-Core --moe-shared-expert-overlap)");
+  sub->add_option(
+      "--moe-token-dispatcher", opts->moe_token_dispatcher,
+      "MoE token dispatcher: alltoall (default; NeMo's recipes) or allgather (Megatron-Core's default: "
+      "every token of the expert-TP x EP group all-gathered to each rank, reduce-scattered back; "
+      "--moe-token-dispatcher-type)");
   sub->add_option("--grad-dtype", opts->grad_dtype,
                   "Gradient (and DP reduction) precision: bf16 (default) or fp32 (Megatron-LM's bf16 runs: "
                   "--accumulate-allreduce-grads-in-fp32)");

@@ -128,6 +128,7 @@ void enumerate_split(Enumeration& out, const ModelSpec& m, const SearchSpace& sp
           // Only the distributed optimizer (ZeRO 1/2) gathers parameters after the step.
           par.overlap_param_gather = space.overlap_param_gather && (zero == 1 || zero == 2);
           par.fp8_param_gather = space.fp8_param_gather && zero >= 1;
+          if (m.moe) par.moe_token_dispatcher = space.moe_token_dispatcher;
           for (std::int64_t mb : or_default(space.micro_batch, mbs)) {
             par.micro_batch = mb;
             for (bool sp : sps) {

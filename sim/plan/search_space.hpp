@@ -40,6 +40,8 @@ struct SearchSpace {
   bool overlap_grad_reduce = true;  // every candidate: ParallelConfig::overlap_grad_reduce
   bool overlap_param_gather = false;  // candidates with ZeRO 1/2: ParallelConfig::overlap_param_gather
   bool fp8_param_gather = false;      // candidates with ZeRO >= 1: ParallelConfig::fp8_param_gather
+  // MoE models, every candidate: ParallelConfig::moe_token_dispatcher
+  workloads::TokenDispatcher moe_token_dispatcher = workloads::TokenDispatcher::alltoall;
   double grad_bytes = 2;            // every candidate: ParallelConfig::grad_bytes (bf16 2, fp32 4)
 };
 

@@ -135,6 +135,7 @@ json complete_parallel(const json& v, const workloads::ModelSpec& model, const J
   defaults["overlap_param_gather"] = p.overlap_param_gather;
   defaults["fp8_param_gather"] = p.fp8_param_gather;
   if (model.moe) defaults["moe_shared_expert_overlap"] = p.moe_shared_expert_overlap;
+  if (model.moe) defaults["moe_token_dispatcher"] = workloads::to_string(p.moe_token_dispatcher);
   defaults["bucket_params"] =
       p.bucket_params > 0 ? json(p.bucket_params) : json(nullptr);  // null: Megatron's default
   defaults["grad_dtype"] = p.grad_bytes == 2 ? "bf16" : "fp32";
@@ -484,7 +485,8 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
       "tp {} pp {} dp {} cp {} ep {} zero {} sp {} vs {} mb {} gbs {} seq {} {} recompute {}", par.tp, par.pp,
       par.dp, par.cp, par.ep, par.zero, par.sequence_parallel ? "on" : "off", par.virtual_stages,
       par.micro_batch, par.global_batch, par.seq, to_string(par.precision), to_string(par.recompute));
-  p.label_config += workloads::describe_expert_tp(model, par) + workloads::describe_mtp(model) +
+  p.label_config += workloads::describe_expert_tp(model, par) +
+                    workloads::describe_token_dispatcher(model, par) + workloads::describe_mtp(model) +
                     workloads::describe_uneven_split(model, par);
   return p;
 }

@@ -151,3 +151,17 @@ commstack_cli_test(NAME train.moe_shared_expert_overlap
 commstack_cli_error_test(NAME train.moe_shared_expert_overlap_no_shared
   ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --ep 8 --sequence-parallel --global-batch 16 --seq 4096 --moe-shared-expert-overlap on
   MATCH "[$].moe_shared_expert_overlap: true overlaps the shared experts with the token dispatcher, but mixtral-8x7b has no shared experts")
+# The all-gather token dispatcher (Megatron-Core's default) is named in the label; flex (DeepEP) is
+# refused as not modelled, and so is a dispatcher for a dense model.
+commstack_cli_test(NAME train.moe_token_dispatcher_allgather
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --pp 4 --ep 2 --sequence-parallel --recompute full --global-batch 8 --seq 4096 --moe-token-dispatcher allgather
+  MATCH "etp 2 moe-token-dispatcher allgather\n.*iteration time")
+commstack_cli_error_test(NAME train.moe_token_dispatcher_flex
+  ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --pp 4 --ep 2 --sequence-parallel --global-batch 8 --moe-token-dispatcher flex
+  MATCH "--moe-token-dispatcher: 'flex' .DeepEP / HybridEP fused dispatch kernels. is not modelled")
+commstack_cli_error_test(NAME train.moe_token_dispatcher_dense
+  ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --moe-token-dispatcher allgather
+  MATCH "[$].moe_token_dispatcher: \"allgather\" dispatches tokens to experts, but llama3-8b has no experts")
+commstack_cli_error_test(NAME plan.moe_token_dispatcher_dense
+  ARGS plan --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --moe-token-dispatcher allgather
+  MATCH "--moe-token-dispatcher allgather: llama3-8b has no experts")

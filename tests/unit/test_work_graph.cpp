@@ -371,6 +371,104 @@ TEST_CASE("work: CP ring exchanges K/V chunks and EP all-to-all moves top-k toke
   CHECK(compute_flops(g1) == approx(compute_flops(g)).epsilon(1e-12));
 }
 
+TEST_CASE("work: the all-gather token dispatcher moves every token of the expert-TP x EP group") {
+  ModelSpec m = tiny_moe();  // h 128, 4 experts top-2 of width 256 + 1 shared, SwiGLU, layers 1-3 MoE
+  const char* base = R"({"tp":2,"sequence_parallel":true,"dp":4,"ep":4,"micro_batch":1,"global_batch":4})";
+  const ParallelConfig a2a = cfg(m, base);
+  ParallelConfig ag = a2a;
+  ag.moe_token_dispatcher = TokenDispatcher::allgather;
+  const OpGraph ga = generate_op_graph(m, a2a);
+  const OpGraph g = generate_op_graph(m, ag);
+  CHECK_NOTHROW(check_graph(g));
+  REQUIRE(job_is_acyclic(g));
+  // Each rank holds 64 / tp = 32 tokens; the group is etp (= tp = 2) x ep 4 = 8 ranks: 256 tokens.
+  const double gathered = 32.0 * 2 * 4, h = 128, experts = 4;
+  const RankLayout L(ag);
+  const std::vector<int> group = L.group_of(GroupKind::expert_tp_ep, 0);
+  CHECK(group.size() == 8);
+  // The union of the expert-TP groups of this rank's EP group.
+  std::vector<int> expect;
+  for (int r : L.group_of(GroupKind::ep, 0))
+    for (int q : L.group_of(GroupKind::expert_tp, r)) expect.push_back(q);
+  std::sort(expect.begin(), expect.end());
+  CHECK(group == expect);
+  struct Want {
+    const char* name;
+    Collective kind;
+    double bytes;
+    Phase phase;
+  };
+  for (const Want& w :
+       {Want{"ep.dispatch_gather_map", Collective::all_gather, gathered * experts, Phase::forward},
+        Want{"ep.dispatch_gather_probs", Collective::all_gather, gathered * experts * 2, Phase::forward},
+        Want{"ep.dispatch_gather", Collective::all_gather, gathered * h * 2, Phase::forward},
+        Want{"ep.combine_scatter", Collective::reduce_scatter, gathered * h * 2, Phase::forward},
+        Want{"ep.combine_scatter.bwd", Collective::all_gather, gathered * h * 2, Phase::backward},
+        Want{"ep.dispatch_gather.bwd", Collective::reduce_scatter, gathered * h * 2, Phase::backward},
+        Want{"ep.dispatch_gather_probs.bwd", Collective::reduce_scatter, gathered * experts * 2,
+             Phase::backward}}) {
+    CAPTURE(w.name);
+    const auto ops = ops_named(g, 0, w.name);
+    CHECK(ops.size() == 3);  // one per MoE layer
+    for (const Op* op : ops) {
+      CHECK(op->collective == w.kind);
+      CHECK(static_cast<double>(op->bytes) == w.bytes);
+      CHECK(op->phase == w.phase);
+      CHECK(op->stream == Stream::ep);
+      CHECK(g.communicators[static_cast<std::size_t>(op->communicator)].ranks == group);
+    }
+  }
+  // Neither the all-to-alls nor the expert-TP collectives run; the experts' work is the same.
+  for (const char* gone : {"ep.dispatch", "ep.combine", "etp.dispatch_gather", "etp.combine_scatter"})
+    CHECK(ops_named(g, 0, gone).empty());
+  CHECK(ops_named(ga, 0, "ep.dispatch").size() == 3);
+  for (const char* same : {"moe_experts", "moe_experts.bwd", "moe_router", "moe_router.bwd"}) {
+    CAPTURE(same);
+    const auto x = ops_named(ga, 0, same), y = ops_named(g, 0, same);
+    REQUIRE(x.size() == y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      CHECK(x[i]->flops == y[i]->flops);
+      CHECK(x[i]->mem_bytes == y[i]->mem_bytes);
+    }
+  }
+  // The outputs scattered back into the gathered order, and the permute's gradient, each write a
+  // zero-filled tensor of every gathered token.
+  for (const char* fill : {"moe_unpermute", "moe_permute.bwd"}) {
+    const auto ops = ops_named(g, 0, fill);
+    CHECK(ops.size() == 3);
+    for (const Op* op : ops) CHECK(op->mem_bytes == gathered * h * 2);
+    CHECK(ops_named(ga, 0, fill).empty());
+  }
+  // Whole experts (etp 1): the group is the EP group, 4 x 32 tokens.
+  ParallelConfig ag1 = cfg(m, R"({"tp":2,"sequence_parallel":true,"dp":4,"ep":4,"etp":1,"micro_batch":1,
+    "global_batch":4,"moe_token_dispatcher":"allgather"})");
+  const OpGraph g1 = generate_op_graph(m, ag1);
+  const auto d1 = ops_named(g1, 0, "ep.dispatch_gather");
+  REQUIRE(d1.size() == 3);
+  CHECK(static_cast<double>(d1[0]->bytes) == 32.0 * 4 * h * 2);
+  CHECK(g1.communicators[static_cast<std::size_t>(d1[0]->communicator)].ranks ==
+        RankLayout(ag1).group_of(GroupKind::ep, 0));
+  // No expert TP and no EP: nothing to gather (Megatron skips the collectives).
+  const OpGraph g0 = generate_op_graph(
+      m,
+      cfg(m,
+          R"({"tp":1,"dp":2,"ep":1,"micro_batch":1,"global_batch":2,"moe_token_dispatcher":"allgather"})"));
+  for (const Op& op : g0.ops) CHECK(op.stream != Stream::ep);
+  CHECK(ops_named(g0, 0, "moe_unpermute").size() == 3);
+  // Refused: Megatron's flex dispatcher (not modelled), a dense model, and the shared-expert overlap,
+  // which Megatron allows only with the all-to-all.
+  CHECK_THROWS_WITH_AS(
+      cfg(m, R"({"tp":1,"dp":2,"micro_batch":1,"global_batch":2,"moe_token_dispatcher":"flex"})"),
+      doctest::Contains("not modelled"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(
+      cfg(tiny_gpt(),
+          R"({"tp":1,"dp":2,"micro_batch":1,"global_batch":2,"moe_token_dispatcher":"allgather"})"),
+      doctest::Contains("has no experts"), commstack::InputError);
+  CHECK_THROWS_WITH_AS(cfg(m, R"({"tp":1,"dp":2,"ep":2,"micro_batch":1,"global_batch":2,
+    "moe_token_dispatcher":"allgather","moe_shared_expert_overlap":true})"),
+                       doctest::Contains("cannot overlap the shared experts"), commstack::InputError);
+}
+
 TEST_CASE("work: 1F1B posts each stage-boundary receive at its schedule point and waits for its sends") {
   ModelSpec m = tiny_gpt();
   auto is_compute = [](const OpGraph& g, int id) {

@@ -47,6 +47,9 @@ public:
       ep_comm_ = g_.communicator(GroupKind::ep, layout_.group_of(GroupKind::ep, rank));
       edp_comm_ = g_.communicator(GroupKind::expert_dp, layout_.group_of(GroupKind::expert_dp, rank));
       etp_comm_ = g_.communicator(GroupKind::expert_tp, layout_.group_of(GroupKind::expert_tp, rank));
+      if (allgather_dispatch())
+        tpep_comm_ =
+            g_.communicator(GroupKind::expert_tp_ep, layout_.group_of(GroupKind::expert_tp_ep, rank));
     }
     sp_ = p_.sequence_parallel && p_.tp > 1;
     t_ = p_.tp;
@@ -378,6 +381,10 @@ private:
     const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
     compute("moe_router", ComputeClass::gemm, lf.router / (t_ * p_.cp),
             eb * (moe_tokens() * h + h * m_.moe->experts + moe_tokens() * m_.moe->experts), ph, mb, l, chunk);
+    if (allgather_dispatch()) {
+      moe_forward_allgather(lf, ph, mb, l, chunk);
+      return;
+    }
     if (shared_expert_overlap()) {
       moe_forward_overlapped(lf, ph, mb, l, chunk);
       return;
@@ -405,6 +412,10 @@ private:
     expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
   }
   void moe_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    if (allgather_dispatch()) {
+      moe_backward_allgather(lf, mb, l, chunk);
+      return;
+    }
     if (shared_expert_overlap()) {
       moe_backward_overlapped(lf, mb, l, chunk);
       return;
@@ -418,6 +429,60 @@ private:
     if (p_.ep > 1)
       collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l,
                  chunk, true);
+    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+  }
+  // --moe-token-dispatcher allgather (Megatron-Core's MoEAllGatherTokenDispatcher, its default):
+  // the routing map (one bool per token and expert), the routing probabilities and the tokens of the
+  // whole expert-TP x EP group are all-gathered to every rank of it; each rank picks the tokens
+  // routed to its experts and runs them, scatters their outputs back into the gathered order (a
+  // zero-filled tensor of every gathered token: a memory-bound write etp x ep times the rank's own
+  // tokens, which the all-to-all path never makes) and reduce-scatters that to the tokens' owners.
+  // Each rank thus moves the group's every token, not only the top_k copies routed to it. With etp
+  // = ep = 1 no collective runs (Megatron skips them). Permuting the routed rows themselves is left
+  // out, as in the all-to-all path.
+  bool allgather_dispatch() const { return p_.moe_token_dispatcher == TokenDispatcher::allgather; }
+  double gathered_tokens() const { return moe_tokens() * p_.expert_tp() * p_.ep; }
+  bool dispatch_group() const { return p_.expert_tp() * p_.ep > 1; }
+  void moe_forward_allgather(const LayerFlops& lf, Phase ph, int mb, std::int64_t l, int chunk) {
+    const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
+    const double experts = static_cast<double>(m_.moe->experts), tokens = gathered_tokens();
+    if (dispatch_group()) {
+      collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * experts, "ep.dispatch_gather_map",
+                 ph, mb, l, chunk, true);
+      collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * experts * eb,
+                 "ep.dispatch_gather_probs", ph, mb, l, chunk, true);
+      collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * h * eb, "ep.dispatch_gather", ph,
+                 mb, l, chunk, true);
+    }
+    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb,
+            l, chunk);
+    streaming("moe_unpermute", tokens * h * eb, ph, mb, l, chunk);
+    if (dispatch_group())
+      collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * h * eb, "ep.combine_scatter",
+                 ph, mb, l, chunk, true);
+    if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
+  }
+  // The conjugates: the combine's reduce-scatter gathers the output gradient, the experts' backward
+  // runs, the permute's backward scatters their input gradients into a zero-filled tensor of every
+  // gathered token, and reduce-scatters reduce it and the routing probabilities' gradient (no
+  // gradient flows through the routing map).
+  void moe_backward_allgather(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    const Phase B = Phase::backward;
+    const double h = static_cast<double>(m_.hidden), eb = p_.activation_bytes();
+    const double experts = static_cast<double>(m_.moe->experts), tokens = gathered_tokens();
+    if (m_.moe->shared_experts > 0) mlp_backward(kSharedExperts, shared_width(), mb, l, chunk);
+    if (dispatch_group())
+      collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * h * eb, "ep.combine_scatter.bwd", B,
+                 mb, l, chunk, true);
+    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
+            B, mb, l, chunk);
+    streaming("moe_permute.bwd", tokens * h * eb, B, mb, l, chunk);
+    if (dispatch_group()) {
+      collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * h * eb,
+                 "ep.dispatch_gather.bwd", B, mb, l, chunk, true);
+      collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * experts * eb,
+                 "ep.dispatch_gather_probs.bwd", B, mb, l, chunk, true);
+    }
     compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
   }
   // --moe-shared-expert-overlap (Megatron's MoEAlltoAllTokenDispatcher with SharedExpertMLP on its own
@@ -968,7 +1033,7 @@ private:
   RankCoord me_;
   RankParams held_;                // what this rank holds of the model
   std::vector<Bucket> buckets_;    // DP gradient buckets, fixed by the model and the config
-  int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1, etp_comm_ = -1;
+  int tp_comm_ = -1, dp_comm_ = -1, ep_comm_ = -1, edp_comm_ = -1, etp_comm_ = -1, tpep_comm_ = -1;
   bool sp_ = false;
   double t_ = 1, tokens_ = 0, hidden_bytes_ = 0;
   int last_compute_ = -1;

@@ -15,6 +15,7 @@ std::string to_string(GroupKind k) {
     case GroupKind::ep: return "ep";
     case GroupKind::expert_tp: return "expert_tp";
     case GroupKind::expert_dp: return "expert_dp";
+    case GroupKind::expert_tp_ep: return "expert_tp_ep";
     case GroupKind::embedding: return "embedding";
   }
   return "?";
@@ -94,6 +95,10 @@ std::vector<int> RankLayout::group_of(GroupKind kind, int r) const {
       break;
     case GroupKind::expert_dp:
       for (int d = 0; d < par_.expert_dp(); ++d) out.push_back(in_stage(expert_j(me.etp, me.ep, d)));
+      break;
+    case GroupKind::expert_tp_ep:
+      for (int e = 0; e < par_.ep; ++e)
+        for (int t = 0; t < etp; ++t) out.push_back(in_stage(expert_j(t, e, me.edp)));
       break;
     case GroupKind::embedding:
       out.push_back(rank({me.tp, me.cp, me.dp, 0, 0, 0, 0}));

@@ -24,15 +24,16 @@ struct RankCoord {
 };
 
 enum class GroupKind {
-  tp,         // tensor parallel: same cp, dp, pp
-  cp,         // context parallel ring
-  dp,         // pure data parallel
-  dp_cp,      // dense-gradient reduction group (Megatron: data parallel with context parallel)
-  pp,         // one pipeline: same tp, cp, dp
-  ep,         // expert parallel all-to-all: same pp, edp and expert-TP rank
-  expert_tp,  // one expert's weight shards: same pp, edp and ep rank (etp consecutive in-stage ranks)
-  expert_dp,  // expert-gradient reduction: same pp, ep and expert-TP rank (tp*cp*dp/(etp*ep) ranks)
-  embedding,  // first and last pipeline stage of one pipeline (tied embedding gradient)
+  tp,            // tensor parallel: same cp, dp, pp
+  cp,            // context parallel ring
+  dp,            // pure data parallel
+  dp_cp,         // dense-gradient reduction group (Megatron: data parallel with context parallel)
+  pp,            // one pipeline: same tp, cp, dp
+  ep,            // expert parallel all-to-all: same pp, edp and expert-TP rank
+  expert_tp,     // one expert's weight shards: same pp, edp and ep rank (etp consecutive in-stage ranks)
+  expert_dp,     // expert-gradient reduction: same pp, ep and expert-TP rank (tp*cp*dp/(etp*ep) ranks)
+  expert_tp_ep,  // the all-gather token dispatcher's group: same pp and edp (etp*ep ranks; Megatron tp_ep)
+  embedding,     // first and last pipeline stage of one pipeline (tied embedding gradient)
 };
 std::string to_string(GroupKind k);
 

@@ -28,6 +28,9 @@ std::string to_string(Recompute r) {
 std::string to_string(AttentionKernel a) {
   return a == AttentionKernel::flash ? "flash" : "materialized";
 }
+std::string to_string(TokenDispatcher d) {
+  return d == TokenDispatcher::alltoall ? "alltoall" : "allgather";
+}
 std::string to_string(Dim d) {
   switch (d) {
     case Dim::tp: return "tp";
@@ -208,6 +211,14 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", false);
   p.fp8_param_gather = f.boolean_or("fp8_param_gather", false);
   p.moe_shared_expert_overlap = f.boolean_or("moe_shared_expert_overlap", false);
+  if (f.has("moe_token_dispatcher") && f.string("moe_token_dispatcher") == "flex")
+    f.fail("moe_token_dispatcher",
+           "\"flex\" (DeepEP / HybridEP fused dispatch kernels) is not modelled; expected \"alltoall\" or "
+           "\"allgather\"");
+  p.moe_token_dispatcher =
+      f.choice_or("moe_token_dispatcher", "alltoall", {"alltoall", "allgather"}) == "alltoall"
+          ? TokenDispatcher::alltoall
+          : TokenDispatcher::allgather;
   // null or absent: Megatron's default, which depends on dp (ParallelConfig::bucket_size).
   p.bucket_params = f.integer_or_unset("bucket_params", 1, std::int64_t{1} << 50).value_or(0);
   std::string gd = f.choice_or("grad_dtype", "bf16", {"bf16", "fp32"});
@@ -360,6 +371,14 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
         fmt::format("true overlaps the shared experts with the token dispatcher, but {} has {}", m.name,
                     m.moe ? "no shared experts" : "no experts"));
   }
+  if (p.moe_token_dispatcher == TokenDispatcher::allgather && !m.moe)
+    bad("moe_token_dispatcher",
+        fmt::format("\"allgather\" dispatches tokens to experts, but {} has no experts", m.name));
+  // Megatron asserts the same: the shared experts overlap only the all-to-all or flex dispatchers.
+  if (p.moe_token_dispatcher == TokenDispatcher::allgather && p.moe_shared_expert_overlap)
+    bad("moe_token_dispatcher",
+        "\"allgather\" cannot overlap the shared experts (moe_shared_expert_overlap needs the all-to-all "
+        "dispatcher; Megatron asserts the same)");
   if (p.fp8_param_gather && p.precision != Precision::fp8)
     bad("fp8_param_gather",
         "true needs precision fp8 (FP8 weights exist only in FP8 training; Megatron "
@@ -398,6 +417,12 @@ std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& 
 
 std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par) {
   return model.moe ? fmt::format(" etp {}", par.expert_tp()) : "";
+}
+
+std::string describe_token_dispatcher(const ModelSpec& model, const ParallelConfig& par) {
+  return model.moe && par.moe_token_dispatcher != TokenDispatcher::alltoall
+             ? fmt::format(" moe-token-dispatcher {}", to_string(par.moe_token_dispatcher))
+             : "";
 }
 
 std::string describe_mtp(const ModelSpec& model) {

@@ -26,6 +26,11 @@ enum class Recompute { none, selective, full };
 // materialized path of Megatron-LM 2020-2022 (baddbmm scores, fused scale-mask-softmax, dropout,
 // bmm with V), whose seq^2 tensors make it memory-bound (Korthikanti et al., Section 4.2).
 enum class AttentionKernel { flash, materialized };
+// How an MoE layer moves tokens to the experts (Megatron-Core --moe-token-dispatcher-type): an
+// all-to-all over the EP group (then an all-gather over expert TP), or an all-gather of every token
+// of the expert-TP x EP group to every rank of it, each rank keeping those routed to its experts, and
+// a reduce-scatter back (MoEAllGatherTokenDispatcher, Megatron-Core's default).
+enum class TokenDispatcher { alltoall, allgather };
 // The four grid dimensions of the rank layout (EP is carved out of CP x DP, see layout.hpp).
 enum class Dim { tp, cp, dp, pp };
 
@@ -33,6 +38,7 @@ std::string to_string(PipelineSchedule s);
 std::string to_string(Precision p);
 std::string to_string(Recompute r);
 std::string to_string(AttentionKernel a);
+std::string to_string(TokenDispatcher d);
 std::string to_string(Dim d);
 
 struct ParallelConfig {
@@ -81,6 +87,9 @@ struct ParallelConfig {
   // MoE layers: the shared experts' GEMMs run on their own stream while the token dispatcher's all-
   // to-alls move the routed tokens (Megatron-Core --moe-shared-expert-overlap); needs shared experts.
   bool moe_shared_expert_overlap = false;
+  // MoE token dispatcher. The all-to-all is this tool's default (NeMo's MoE recipes and the published
+  // MoE runs use it); Megatron-Core's own default is the all-gather.
+  TokenDispatcher moe_token_dispatcher = TokenDispatcher::alltoall;
   // Rank order, innermost (fastest varying) first. Megatron-Core default "tp-cp-ep-dp-pp"
   // (parallel_state.initialize_model_parallel, order argument); EP is folded into CP x DP.
   std::vector<Dim> order = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
@@ -143,6 +152,8 @@ bool uneven_split(const ParallelConfig& par);
 std::string describe_uneven_split(const ModelSpec& model, const ParallelConfig& par);
 // For run labels: " etp N" for MoE models (the expert TP degree in use, set or Megatron's default).
 std::string describe_expert_tp(const ModelSpec& model, const ParallelConfig& par);
+// For run labels: " moe-token-dispatcher allgather" where an MoE model does not use the all-to-all.
+std::string describe_token_dispatcher(const ModelSpec& model, const ParallelConfig& par);
 // For run labels: " mtp N" for models with multi-token prediction layers.
 std::string describe_mtp(const ModelSpec& model);
 // Model chunks each stage runs before its first backward, at most (1F1B: pp - stage; interleaved:
