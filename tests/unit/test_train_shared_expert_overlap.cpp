@@ -6,12 +6,10 @@
 #include "approx.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <tuple>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -21,7 +19,7 @@
 
 using namespace commstack;
 using namespace commstack::workloads;
-using train_test::in_child;
+using train_test::waits_for;
 
 namespace {
 
@@ -49,20 +47,7 @@ ParallelConfig par(const ModelSpec& m, bool overlap) {
 }
 
 const Op& only(const OpGraph& g, const std::string& name) {
-  const Op* found = nullptr;
-  int count = 0;
-  for (const Op& op : g.ops) {
-    if (op.rank == 0 && op.micro_batch == 0 && op.layer == 1 && name == op.name) {
-      found = &op;
-      ++count;
-    }
-  }
-  REQUIRE(count == 1);
-  return *found;
-}
-
-bool waits_for(const Op& op, const Op& dep) {
-  return std::find(op.deps.begin(), op.deps.end(), dep.id) != op.deps.end();
+  return train_test::only(g, name, 1);
 }
 
 }  // namespace
@@ -122,26 +107,12 @@ TEST_CASE(
 }
 
 TEST_CASE("train: the shared-expert overlap hides at most the exposed EP time and never slows an iteration") {
-  auto time = [](bool overlap) {
-    return in_child([overlap] {
-      sim::train::TrainSetup s;
-      s.model = tiny_moe();
-      s.par = par(s.model, overlap);
-      s.compute = builtin_compute_profile("h100-sxm5");
-      auto topo = topologies::build_topology(topologies::load_cluster("dgx-h100"), 2);
-      sim::Simulator simulator(topo);
-      const auto r = sim::train::simulate_training(simulator, s);
-      return fmt::format("{:.17g} {:.17g} {:.17g}", r.iteration_s, r.breakdown.ep, r.compute_bound_s);
-    });
+  auto timing = [](bool overlap) {
+    sim::train::TrainSetup s;
+    s.model = tiny_moe();
+    s.par = par(s.model, overlap);
+    s.compute = builtin_compute_profile("h100-sxm5");
+    return train_test::time_in_child(s, "dgx-h100", 2, &sim::train::Breakdown::ep);
   };
-  double t_off = 0, off_ep = 0, off_bound = 0, t_on = 0, on_ep = 0, on_bound = 0;
-  REQUIRE(std::sscanf(time(false).c_str(), "%lf %lf %lf", &t_off, &off_ep, &off_bound) == 3);
-  REQUIRE(std::sscanf(time(true).c_str(), "%lf %lf %lf", &t_on, &on_ep, &on_bound) == 3);
-  CAPTURE(t_off);
-  CAPTURE(t_on);
-  CHECK(on_bound == approx(off_bound).epsilon(1e-12));  // same compute, only the order differs
-  CHECK(t_on < t_off);
-  CHECK(t_on >= on_bound);
-  CHECK(t_off - t_on <= off_ep * (1 + 1e-9));
-  CHECK(on_ep < off_ep);
+  train_test::check_overlap_gain(timing(false), timing(true));
 }

@@ -6,11 +6,9 @@
 #include "approx.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <tuple>
 #include <string>
+#include <tuple>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/train/report.hpp"
@@ -19,8 +17,9 @@
 
 using namespace commstack;
 using namespace commstack::workloads;
-using train_test::in_child;
+using train_test::only;
 using train_test::setup;
+using train_test::waits_for;
 
 namespace {
 
@@ -29,23 +28,6 @@ ModelSpec tiny() {
     "ffn_hidden":1024,"vocab":1024,"seq":128,"mlp":"gelu","norm":"layernorm","position":"learned","bias":true,
     "tied_embeddings":true,"dropout":false})"),
                      "tiny");
-}
-
-const Op& only(const OpGraph& g, const std::string& name, int layer) {
-  const Op* found = nullptr;
-  int count = 0;
-  for (const Op& op : g.ops) {
-    if (op.rank == 0 && op.micro_batch == 0 && op.layer == layer && name == op.name) {
-      found = &op;
-      ++count;
-    }
-  }
-  REQUIRE(count == 1);
-  return *found;
-}
-
-bool waits_for(const Op& op, const Op& dep) {
-  return std::find(op.deps.begin(), op.deps.end(), dep.id) != op.deps.end();
 }
 
 }  // namespace
@@ -86,27 +68,14 @@ TEST_CASE("train: with tp_backward_overlap the input-gradient reduction runs bes
 
 TEST_CASE("train: overlapping the backward TP reduction saves at most the exposed TP time, never slows") {
   // Megatron 7.5B on one DGX A100 node, TP 8: the backward all-reduces are exposed without overlap.
-  auto time = [](bool overlap) {
-    return in_child([overlap] {
-      auto s = setup("megatron-7.5b", 8, 1, 1, 8, 4, 4, workloads::Recompute::none);
-      s.par.tp_backward_overlap = overlap;
-      auto topo = topologies::build_topology(topologies::load_cluster("dgx-a100"), 1);
-      sim::Simulator simulator(topo);
-      const auto r = sim::train::simulate_training(simulator, s);
-      return fmt::format("{:.17g} {:.17g} {:.17g}", r.iteration_s, r.breakdown.tp, r.compute_bound_s);
-    });
+  auto timing = [](bool overlap) {
+    auto s = setup("megatron-7.5b", 8, 1, 1, 8, 4, 4, workloads::Recompute::none);
+    s.par.tp_backward_overlap = overlap;
+    return train_test::time_in_child(s, "dgx-a100", 1, &sim::train::Breakdown::tp);
   };
-  double t_off = 0, off_tp = 0, off_bound = 0, t_on = 0, on_tp = 0, on_bound = 0;
-  REQUIRE(std::sscanf(time(false).c_str(), "%lf %lf %lf", &t_off, &off_tp, &off_bound) == 3);
-  REQUIRE(std::sscanf(time(true).c_str(), "%lf %lf %lf", &t_on, &on_tp, &on_bound) == 3);
-  CAPTURE(t_off);
-  CAPTURE(t_on);
-  CHECK(on_bound == approx(off_bound).epsilon(1e-12));  // same compute, only the order differs
-  CHECK(t_on < t_off);
-  CHECK(t_on >= on_bound);
-  CHECK(t_off - t_on <= off_tp * (1 + 1e-9));
+  const train_test::Timing off = timing(false), on = timing(true);
+  train_test::check_overlap_gain(off, on);
   // Half of the layer's TP all-reduces (the two in the backward of QKV and fc1) can hide; the
   // forward ones and the exposed rest cannot.
-  CHECK(on_tp < off_tp);
-  CHECK(on_tp > 0);
+  CHECK(on.exposed_s > 0);
 }
