@@ -46,7 +46,8 @@ std::string whatif_text(const WhatifResult& w) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   const WhatifRow& base = w.rows.front();
   const TimeUnit u = unit_of(w);
-  line(fmt::format("what-if {}: {}", w.scenario, w.description));
+  line(w.description.empty() ? fmt::format("what-if {}", w.scenario)
+                             : fmt::format("what-if {}: {}", w.scenario, w.description));
   if (w.replay) {
     line(fmt::format("from {}; baseline: {}, {}", w.origin, base.result.value("cluster", ""),
                      base.result.value("config", "")));
@@ -232,7 +233,9 @@ void whatif_plot(const WhatifResult& w, const std::string& png_path) {
     for (std::size_t i = 0; i < w.rows.size(); ++i) out << (i > 0 ? ", " : "") << gnuplot_quote(w.rows[i].name);
     out << "]\n";
     out << "set multiplot layout 2,1 title "
-        << gnuplot_quote(fmt::format("what-if {}: {}", w.scenario, w.description)) << " font ',11'\n";
+        << gnuplot_quote(w.description.empty() ? fmt::format("what-if {}", w.scenario)
+                                               : fmt::format("what-if {}: {}", w.scenario, w.description))
+        << " font ',11'\n";
     out << "set style data histograms\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n";
     out << "set xtics rotate by -15 scale 0\nset grid ytics\nset key outside right top\n";
     out << "set ylabel 'speedup over the baseline (x)'\nset yrange [0:*]\nset offsets 0,0,0.15,0\n";

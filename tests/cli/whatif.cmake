@@ -99,3 +99,8 @@ commstack_cli_test(NAME whatif.pipeline_layout
 commstack_cli_error_test(NAME whatif.zero_jobs
   ARGS whatif ${whatif_dir}/layout-sets-schedule.json -j 0
   MATCH "--jobs: expected 1 to 4096, got 0")
+# The token dispatcher in a scenario (no description: the title is the name alone); the label names
+# the all-gather one, the all-to-all is the default and gives the baseline's time again.
+commstack_cli_test(NAME whatif.moe_token_dispatcher
+  ARGS whatif ${whatif_dir}/moe-token-dispatcher.json -j 1
+  MATCH "^what-if moe-token-dispatcher\n.*allgather +[0-9.]+ +[01][.][0-9]+ .*alltoall again +[0-9.]+ +1[.]000 .*etp 1 moe-token-dispatcher allgather\n")
