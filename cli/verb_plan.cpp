@@ -164,6 +164,18 @@ void run(const PlanCliOptions& o) {
   label.compute = compute.name;
   label.batch = fmt::format("global batch {}, seq {}, {}", s.global_batch, s.seq > 0 ? s.seq : model.seq,
                             workloads::to_string(s.precision));
+  // The settings every candidate shares that are not the defaults: the ranking holds for them only.
+  if (s.attention != workloads::AttentionKernel::flash) label.batch += ", attention materialized";
+  if (!s.tp_backward_overlap) label.batch += ", tp-backward-overlap off";
+  if (!s.overlap_grad_reduce) label.batch += ", overlap-grad-reduce off";
+  if (s.overlap_param_gather) label.batch += ", overlap-param-gather on";
+  if (s.fp8_param_gather) label.batch += ", fp8-param-gather on";
+  if (model.moe && s.moe_token_dispatcher != workloads::TokenDispatcher::alltoall)
+    label.batch += fmt::format(", moe-token-dispatcher {}", workloads::to_string(s.moe_token_dispatcher));
+  if (s.grad_bytes != 2) label.batch += ", grad-dtype fp32";
+  if (o.channels != "auto") label.batch += fmt::format(", channels {}", opts.comm.channels);
+  if (opts.comm.fidelity != sim::Fidelity::automatic)
+    label.batch += fmt::format(", fidelity {}", sim::to_string(opts.comm.fidelity));
   if (o.format == "json") fmt::print("{}\n", sim::plan::to_json(result, label).dump(2));
   else if (o.format == "csv") fmt::print("{}", sim::plan::format_csv(result));
   else fmt::print("{}", sim::plan::format_text(result, label));

@@ -61,3 +61,11 @@ commstack_cli_error_test(NAME plan.repeated_recompute
 commstack_cli_test(NAME plan.expert_tp
   ARGS plan --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --global-batch 64 --seq 4096 --tp 2 --pp 1 --cp 1 --ep 8 --zero 1 --micro-batch 1 --recompute none --sequence-parallel on --format csv
   MATCH "rank,tp,pp,vs,dp,cp,ep,etp,zero,.*\n1,2,1,1,8,1,8,1,1,1,on,none,.*\n2,2,1,1,8,1,8,2,1,1,on,none,")
+# The settings every candidate shares, where not the defaults, are in the header: the ranking holds
+# for them only.
+commstack_cli_test(NAME plan.header_names_fixed_settings
+  ARGS plan --cluster dgx-a100 --nodes 2 --model megatron-1.7b --global-batch 32 --max-micro-batch 2 --cp 1 --top 1 --attention materialized --tp-backward-overlap off --grad-dtype fp32 --channels 4
+  MATCH "# global batch 32, seq 2048, bf16, attention materialized, tp-backward-overlap off, grad-dtype fp32, channels 4; compute profile")
+commstack_cli_test(NAME plan.header_moe_token_dispatcher
+  ARGS plan --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --global-batch 16 --seq 4096 --max-micro-batch 1 --cp 1 --zero 1 --top 1 --moe-token-dispatcher allgather
+  MATCH "bf16, moe-token-dispatcher allgather; compute profile.*\n +1 ")
