@@ -172,6 +172,7 @@ void run(const TrainOptions& o) {
   if (par.overlap_param_gather) label.config += " overlap-param-gather on";
   if (par.fp8_param_gather) label.config += " fp8-param-gather on";
   if (par.moe_shared_expert_overlap) label.config += " moe-shared-expert-overlap on";
+  if (par.grad_bytes != 2) label.config += " grad-dtype fp32";
   label.config += workloads::describe_expert_tp(model, par) +
                   workloads::describe_token_dispatcher(model, par) + workloads::describe_mtp(model) +
                   workloads::describe_uneven_split(model, par);

@@ -83,7 +83,7 @@ commstack_cli_test(NAME train.uncalibrated_profile_note
 # all 6.74e9 gradients, 4 bytes each = 25.10 GiB (bf16: 12.55).
 commstack_cli_test(NAME train.grad_dtype_fp32
   ARGS train --cluster dgx-h100 --nodes 1 --model llama2-7b --tp 1 --zero 1 --global-batch 64 --grad-dtype fp32
-  MATCH "memory per GPU +[0-9.]+ GiB \\(stage 0: weights 12\\.55, grads 25\\.10,")
+  MATCH "overlap-grad-reduce on grad-dtype fp32\n.*memory per GPU +[0-9.]+ GiB \\(stage 0: weights 12\\.55, grads 25\\.10,")
 commstack_cli_error_test(NAME train.grad_dtype_unknown
   ARGS train --cluster dgx-h100 --nodes 1 --model llama2-7b --grad-dtype fp16
   MATCH "--grad-dtype: unknown 'fp16'; expected bf16 or fp32")
