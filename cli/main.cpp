@@ -48,9 +48,11 @@ void collect_user_values(int argc, char** argv) {
 }
 
 // Every "commstack: error: ..." line: a long value from the command line (not a path) is echoed
-// capped (common/error.hpp echo_value), wherever in the code the message was written.
+// capped (common/error.hpp echo_value), wherever in the code the message was written, and control
+// characters a value brought in are written out, so the error stays one line.
 void print_error(const std::string& message) {
-  fmt::print(stderr, "commstack: error: {}\n", commstack::cap_echoed_values(message, g_user_values));
+  fmt::print(stderr, "commstack: error: {}\n",
+             commstack::escape_control_chars(commstack::cap_echoed_values(message, g_user_values)));
 }
 
 // A command-line mistake, in the same form as an unusable input: "commstack: error: ...", status 2.
@@ -105,7 +107,7 @@ int run(int argc, char** argv) {
     print_error(e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "commstack: internal error: {}\n", e.what());
+    fmt::print(stderr, "commstack: internal error: {}\n", commstack::escape_control_chars(e.what()));
     return 3;
   }
   return 0;

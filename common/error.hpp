@@ -29,4 +29,9 @@ std::string echo_value(std::string_view value, std::size_t max = kMaxEchoedChars
 std::string cap_echoed_values(std::string message, const std::vector<std::string>& values,
                               std::size_t max = kMaxEchoedChars);
 
+// `message` with its control characters written out (\n, \r, \t, \xNN for the others and DEL): an
+// error is one line, and a value echoed from the command line or a file cannot break it or send
+// escape sequences to the terminal. No message of commstack's own contains one.
+std::string escape_control_chars(std::string_view message);
+
 }  // namespace commstack

@@ -171,12 +171,19 @@ std::string to_string(CollectiveOp op) {
 }
 
 CollectiveOp collective_op_from_string(const std::string& name) {
-  // nccl-tests users type the binaries' names (all_reduce_perf, reduce_scatter, all-gather): the
-  // separators and the _perf suffix carry no meaning, NCCL's names are the same words.
-  std::string key;
-  for (const char c : name)
-    if (c != '_' && c != '-') key += c;
-  if (key.size() > 4 && key.ends_with("perf")) key.resize(key.size() - 4);
+  // nccl-tests users type the binaries' names (all_reduce_perf) or the words apart (reduce_scatter,
+  // all-gather): those exact spellings, with '-' or '_' and an optional _perf, nothing looser.
+  std::string key = name;
+  std::replace(key.begin(), key.end(), '-', '_');
+  if (key.size() > 5 && key.ends_with("_perf")) key.resize(key.size() - 5);
+  static const std::pair<const char*, CollectiveOp> kSpelledApart[] = {
+      {"all_reduce", CollectiveOp::allreduce},
+      {"all_gather", CollectiveOp::allgather},
+      {"reduce_scatter", CollectiveOp::reducescatter},
+      {"all_to_all", CollectiveOp::alltoall},
+      {"send_recv", CollectiveOp::sendrecv}};
+  for (auto [alias, o] : kSpelledApart)
+    if (key == alias) return o;
   std::string valid;
   for (auto [o, n] : kOps) {
     if (key == n) return o;

@@ -474,9 +474,14 @@ PreparedJob prepare_job(const json& job, const JsonPlace& at) {
     fail(at.at("parallel").at("precision"),
          fmt::format("fp8, but compute profile {} has no FP8 peak", p.setup.compute.name));
   }
-  workloads::check_fits(
-      workloads::estimate_memory(model, par), p.setup.compute.memory_bytes,
-      fmt::format("{}: {} (compute profile {})", at.str(), p.cluster.node.gpu_model, p.setup.compute.name));
+  // The job's place first, then the memory sentence (check_fits names the GPU inside it).
+  try {
+    workloads::check_fits(
+        workloads::estimate_memory(model, par), p.setup.compute.memory_bytes,
+        fmt::format("{} (compute profile {})", p.cluster.node.gpu_model, p.setup.compute.name));
+  } catch (const InputError& e) {
+    fail(at, e.what());
+  }
   const json& comm = job.at("comm");
   if (comm.at("channels").is_number_integer()) p.setup.comm.channels = comm.at("channels").get<int>();
   p.setup.comm.fidelity = fidelity_from_string(comm.at("fidelity").get<std::string>());

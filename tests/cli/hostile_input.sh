@@ -139,6 +139,11 @@ case $name in
     cp "$src/tests/cli/cluster-h100-4to1-tor.json" "$out/cluster.json"
     expect 2 "--trace $out/cluster.json: the same file as --cluster $out/cluster.json" \
       collective --cluster "$out/cluster.json" --profile none -e 1M --trace "$out/cluster.json" ;;
+  control_chars_in_value)
+    # A newline or an escape sequence in a value is written out: the error stays one line.
+    expect 2 "unknown 'fu\\\\nll\\\\x1b\\[31m'; expected" train --cluster dgx-h100 --nodes 1 --model llama3-8b --dp 8 \
+      --global-batch 8 --recompute "$(printf 'fu\nll\033[31m')"
+    if [ "$(wc -l < "$out/log")" -ne 1 ]; then echo "FAIL: the error is not one line"; exit 1; fi ;;
   *) echo "unknown case $name"; exit 1 ;;
 esac
 echo "ok: $name"

@@ -55,6 +55,9 @@ whatif_error_test(negative_bandwidth bad-negative-bandwidth.json
   "[$][.]variants[[]1[]][.]overrides[.]cluster: /node/nics/bandwidth")
 whatif_error_test(tp_not_dividing_heads bad-tp-heads.json
   "[$][.]variants[[]2[]] [(]'TP4 DP4', baseline [+] overrides[)][.]parallel .*[$][.]tp: 16 does not divide the 24 attention heads")
+# Out of memory in a variant: the variant's place first, then the memory sentence with the GPU.
+whatif_error_test(memory_variant bad-memory-variant.json
+  "[$][.]variants[[]0[]] [(]'ep4', baseline [+] overrides[)]: memory: pipeline stage 0 needs [0-9.]+ GiB per GPU .* but H100-SXM5-80GB [(]compute profile h100-sxm5[)] has 74[.]5 GiB")
 whatif_error_test(nccl_algo bad-nccl-algo.json "[$][.]variants[[]0[]][.]overrides[.]comm[.]algo: this NCCL knob is not modelled in training yet")
 whatif_error_test(duplicate_name bad-duplicate-name.json "[$][.]variants[[]1[]][.]name: 'same' is already used")
 whatif_error_test(malformed bad-malformed.json "bad-malformed.json: not valid JSON")

@@ -33,3 +33,13 @@ TEST_CASE("error echo: the command line's long values are capped wherever a mess
   CHECK(cap_echoed_values("x " + outer + " y " + inner, {outer, inner}) ==
         "x " + echo_value(outer) + " y " + echo_value(inner));
 }
+
+TEST_CASE("error echo: control characters a value brought in are written out, so the error is one line") {
+  CHECK(escape_control_chars("--recompute: unknown 'fu\nll'") == "--recompute: unknown 'fu\\nll'");
+  CHECK(escape_control_chars("a\tb\rc") == "a\\tb\\rc");
+  CHECK(escape_control_chars("\x1b[31mred") == "\\x1b[31mred");
+  CHECK(escape_control_chars(std::string("nul\0x", 5)) == "nul\\x00x");
+  CHECK(escape_control_chars("del\x7f") == "del\\x7f");
+  // Printable text, UTF-8 included, is left as it is.
+  CHECK(escape_control_chars("$.tp: 16 does not divide 24 — µs") == "$.tp: 16 does not divide 24 — µs");
+}

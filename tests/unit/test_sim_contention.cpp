@@ -145,12 +145,14 @@ TEST_CASE("sim: bad collective specs are input errors") {
   CHECK(g.size() == 0);
   CHECK_THROWS_AS(collective_op_from_string("allreduse"), commstack::InputError);
   CHECK(collective_op_from_string("reducescatter") == CollectiveOp::reducescatter);
-  // nccl-tests' binary names: the separators and the _perf suffix are dropped, nothing else.
+  // nccl-tests' binary names and the words spelled apart with '_' or '-', nothing looser.
   CHECK(collective_op_from_string("all_reduce") == CollectiveOp::allreduce);
   CHECK(collective_op_from_string("reduce_scatter_perf") == CollectiveOp::reducescatter);
   CHECK(collective_op_from_string("all-gather") == CollectiveOp::allgather);
   CHECK(collective_op_from_string("sendrecv_perf") == CollectiveOp::sendrecv);
-  CHECK_THROWS_AS(collective_op_from_string("perf"), commstack::InputError);
-  CHECK_THROWS_AS(collective_op_from_string("all_reduce_perf_perf"), commstack::InputError);
-  CHECK_THROWS_AS(collective_op_from_string("AllReduce"), commstack::InputError);
+  CHECK(collective_op_from_string("alltoall_perf") == CollectiveOp::alltoall);
+  CHECK(collective_op_from_string("all_to_all") == CollectiveOp::alltoall);
+  for (const char* name : {"perf", "_perf", "", "all_reduce_perf_perf", "AllReduce", "a_l_l_r_e_d_u_c_e",
+                          "_allreduce_", "all__reduce", "allreduceperf", "-allreduce", "gather_perf"})
+    CHECK_THROWS_AS(collective_op_from_string(name), commstack::InputError);
 }
