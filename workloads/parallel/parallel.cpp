@@ -231,6 +231,47 @@ ParallelConfig load_parallel_file(const std::string& path) {
   return parse_parallel(read_json_file(path, "parallelism file"), path);
 }
 
+namespace {
+
+// The software switches that need another setting or a model feature (overlaps, FP8 gathers, the
+// MoE dispatcher's options), refused as Megatron refuses them. Part of validate().
+void validate_switches(const ModelSpec& m, const ParallelConfig& p, const std::string& where) {
+  auto bad = [&](const std::string& field, const std::string& msg) {
+    throw InputError(fmt::format("{}: $.{}: {}", where, field, msg));
+  };
+  if (p.overlap_param_gather && p.zero != 1 && p.zero != 2) {
+    bad("overlap_param_gather",
+        fmt::format("true needs the distributed optimizer's parameter all-gather (zero 1 or 2), "
+                    "but zero is {} (Megatron asserts the same)",
+                    p.zero));
+  }
+  if (p.moe_shared_expert_overlap && (!m.moe || m.moe->shared_experts == 0)) {
+    bad("moe_shared_expert_overlap",
+        fmt::format("true overlaps the shared experts with the token dispatcher, but {} has {}", m.name,
+                    m.moe ? "no shared experts" : "no experts"));
+  }
+  if (p.moe_token_dispatcher == TokenDispatcher::allgather && !m.moe)
+    bad("moe_token_dispatcher",
+        fmt::format("\"allgather\" dispatches tokens to experts, but {} has no experts", m.name));
+  // Megatron asserts the same: the shared experts overlap only the all-to-all or flex dispatchers.
+  if (p.moe_token_dispatcher == TokenDispatcher::allgather && p.moe_shared_expert_overlap)
+    bad("moe_token_dispatcher",
+        "\"allgather\" cannot overlap the shared experts (moe_shared_expert_overlap needs the all-to-all "
+        "dispatcher; Megatron asserts the same)");
+  if (p.fp8_param_gather && p.precision != Precision::fp8)
+    bad("fp8_param_gather",
+        "true needs precision fp8 (FP8 weights exist only in FP8 training; Megatron "
+        "asserts the same)");
+  if (p.fp8_param_gather && p.zero < 1) {
+    bad("fp8_param_gather",
+        fmt::format("true needs a parameter all-gather to run in FP8 (zero 1, 2 or 3: the distributed "
+                    "optimizer or FSDP), but zero is {} (Megatron asserts the same)",
+                    p.zero));
+  }
+}
+
+}  // namespace
+
 void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string& where) {
   auto bad = [&](const std::string& field, const std::string& msg) {
     throw InputError(fmt::format("{}: $.{}: {}", where, field, msg));
@@ -360,35 +401,7 @@ void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string
     if (p.tp > 1 && !p.sequence_parallel)
       bad("sequence_parallel", "MoE models with tp > 1 need sequence_parallel true");
   }
-  if (p.overlap_param_gather && p.zero != 1 && p.zero != 2) {
-    bad("overlap_param_gather",
-        fmt::format("true needs the distributed optimizer's parameter all-gather (zero 1 or 2), "
-                    "but zero is {} (Megatron asserts the same)",
-                    p.zero));
-  }
-  if (p.moe_shared_expert_overlap && (!m.moe || m.moe->shared_experts == 0)) {
-    bad("moe_shared_expert_overlap",
-        fmt::format("true overlaps the shared experts with the token dispatcher, but {} has {}", m.name,
-                    m.moe ? "no shared experts" : "no experts"));
-  }
-  if (p.moe_token_dispatcher == TokenDispatcher::allgather && !m.moe)
-    bad("moe_token_dispatcher",
-        fmt::format("\"allgather\" dispatches tokens to experts, but {} has no experts", m.name));
-  // Megatron asserts the same: the shared experts overlap only the all-to-all or flex dispatchers.
-  if (p.moe_token_dispatcher == TokenDispatcher::allgather && p.moe_shared_expert_overlap)
-    bad("moe_token_dispatcher",
-        "\"allgather\" cannot overlap the shared experts (moe_shared_expert_overlap needs the all-to-all "
-        "dispatcher; Megatron asserts the same)");
-  if (p.fp8_param_gather && p.precision != Precision::fp8)
-    bad("fp8_param_gather",
-        "true needs precision fp8 (FP8 weights exist only in FP8 training; Megatron "
-        "asserts the same)");
-  if (p.fp8_param_gather && p.zero < 1) {
-    bad("fp8_param_gather",
-        fmt::format("true needs a parameter all-gather to run in FP8 (zero 1, 2 or 3: the distributed "
-                    "optimizer or FSDP), but zero is {} (Megatron asserts the same)",
-                    p.zero));
-  }
+  validate_switches(m, p, where);
   if (p.zero == 3 && p.pp > 1)
     bad("zero", "ZeRO-3/FSDP together with pipeline parallelism is not supported (as in Megatron)");
   // DeepSpeed's pipeline engine refuses ZeRO-2 too (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
