@@ -2,6 +2,7 @@
 // graph from workloads/, compute from the roofline compute model, communication from the SimGrid
 // engine on the cluster's topology, reported as time, throughput, MFU, memory and a breakdown.
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -72,6 +73,49 @@ void refuse_outputs_over_inputs(const TrainOptions& o) {
   refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
 }
 
+// validate() names the parallelism JSON's field ("train: $.moe_token_dispatcher: ..."); on the
+// command line the user typed a flag, so the message names that flag instead. A field without a
+// flag of its own (schedule, order) keeps its JSON name.
+std::string name_the_flag(const std::string& message) {
+  static const std::map<std::string, std::string> kFlags = {
+      {"tp", "--tp"},
+      {"pp", "--pp"},
+      {"dp", "--dp"},
+      {"cp", "--cp"},
+      {"ep", "--ep"},
+      {"etp", "--etp"},
+      {"zero", "--zero"},
+      {"fsdp", "--zero"},
+      {"virtual_stages", "--virtual-stages"},
+      {"micro_batch", "--micro-batch"},
+      {"global_batch", "--global-batch"},
+      {"seq", "--seq"},
+      {"precision", "--precision"},
+      {"recompute", "--recompute"},
+      {"attention", "--attention"},
+      {"sequence_parallel", "--sequence-parallel"},
+      {"tp_backward_overlap", "--tp-backward-overlap"},
+      {"overlap_grad_reduce", "--overlap-grad-reduce"},
+      {"overlap_param_gather", "--overlap-param-gather"},
+      {"fp8_param_gather", "--fp8-param-gather"},
+      {"moe_shared_expert_overlap", "--moe-shared-expert-overlap"},
+      {"moe_token_dispatcher", "--moe-token-dispatcher"},
+      {"grad_dtype", "--grad-dtype"},
+      {"num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers"},
+      {"num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers"},
+      {"account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split"},
+      {"account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
+      {"pipeline_model_parallel_layout", "--pipeline-model-parallel-layout"},
+      {"mtp_num_layers", "--mtp-num-layers"}};
+  const std::string prefix = "train: $.";
+  if (!message.starts_with(prefix)) return message;
+  const std::size_t colon = message.find(": ", prefix.size());
+  if (colon == std::string::npos) return message;
+  const auto flag = kFlags.find(message.substr(prefix.size(), colon - prefix.size()));
+  if (flag == kFlags.end()) return "train options: $." + message.substr(prefix.size());
+  return flag->second + message.substr(colon);
+}
+
 void run(const TrainOptions& o) {
   refuse_outputs_over_inputs(o);
   auto model = workloads::resolve_model(o.model);
@@ -136,14 +180,11 @@ void run(const TrainOptions& o) {
                model.name, model.vocab, padded);
     model.vocab = padded;
   }
-  workloads::validate(
-      model, par, topo.gpu_count(),
-      "train options (--tp/--pp/--dp/--cp/--ep/--etp/--zero/--virtual-stages/--*-batch/--seq, "
-      "--precision, --overlap-param-gather, --fp8-param-gather, --moe-shared-expert-overlap, "
-      "--moe-token-dispatcher, "
-      "--decoder-*-pipeline-num-layers, "
-      "--account-for-*-in-pipeline-split, "
-      "--pipeline-model-parallel-layout, --mtp-num-layers)");
+  try {
+    workloads::validate(model, par, topo.gpu_count(), "train");
+  } catch (const InputError& e) {
+    throw InputError(name_the_flag(e.what()));
+  }
 
   sim::train::TrainSetup setup;
   setup.model = model;

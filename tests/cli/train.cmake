@@ -28,7 +28,7 @@ commstack_cli_test(NAME train.embedding_loss_in_split
   MATCH "stage layers first 12 last 12")
 commstack_cli_error_test(NAME train.uneven_stages_not_splitting
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 4 --pp 4 --decoder-first-pipeline-num-layers 4
-  MATCH "num_layers_in_first_pipeline_stage: the 20 layers left are not a multiple of middle stages x virtual_stages = 3 x 1")
+  MATCH "--decoder-first-pipeline-num-layers: the 20 layers left are not a multiple of middle stages x virtual_stages = 3 x 1")
 commstack_cli_error_test(NAME train.embedding_in_split_not_dividing
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 4 --pp 4 --account-for-embedding-in-pipeline-split
   MATCH "pp[*]virtual_stages = 4[*]1 = 4 does not divide the 25 layers of megatron-1.7b [(]with the embedding / loss counted as layers[)]")
@@ -97,10 +97,10 @@ commstack_cli_test(NAME train.expert_tp_whole
   MATCH "\"config\": \"tp 2 pp 1 dp 8 cp 1 ep 8 .* etp 1\"")
 commstack_cli_error_test(NAME train.expert_tp_default_too_large
   ARGS train --cluster dgx-h100 --nodes 1 --model mixtral-8x7b --tp 8 --ep 8 --sequence-parallel --global-batch 8
-  MATCH "[$].etp: etp[*]ep = 8[*]8 = 64 does not divide tp[*]cp[*]dp = 8 .*etp not set: Megatron's default, the tp degree[)]; etp 1 keeps the experts whole")
+  MATCH "commstack: error: --etp: etp[*]ep = 8[*]8 = 64 does not divide tp[*]cp[*]dp = 8 .*etp not set: Megatron's default, the tp degree[)]; etp 1 keeps the experts whole")
 commstack_cli_error_test(NAME train.expert_tp_dense_model
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --tp 8 --etp 1 --global-batch 8
-  MATCH "[$].etp: is set but llama3-8b has no experts")
+  MATCH "commstack: error: --etp: is set but llama3-8b has no experts")
 # Megatron-Core's custom pipeline layout: an empty stage passes the activation on (PP 4, stage 1
 # holds no layer, stage 3 only the loss); a layout whose layers do not add up is refused.
 commstack_cli_test(NAME train.pipeline_layout_empty_stage
@@ -108,7 +108,7 @@ commstack_cli_test(NAME train.pipeline_layout_empty_stage
   MATCH "pipeline layout Et[*]12[|][|]t[*]12[|]L\n.*iteration time")
 commstack_cli_error_test(NAME train.pipeline_layout_layers_wrong
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*6|t*6|t*6|t*5L
-  MATCH "[$].pipeline_model_parallel_layout: holds 23 transformer layers 't' but megatron-1.7b has 24")
+  MATCH "commstack: error: --pipeline-model-parallel-layout: holds 23 transformer layers 't' but megatron-1.7b has 24")
 commstack_cli_error_test(NAME train.pipeline_layout_bad_character
   ARGS train --cluster dgx-a100 --nodes 2 --model megatron-1.7b --tp 2 --pp 4 --global-batch 16 --pipeline-model-parallel-layout Et*6|t*6|x|t*6L
   MATCH "--pipeline-model-parallel-layout: 'x' in stage 2 is not a layer character")
@@ -127,7 +127,7 @@ commstack_cli_error_test(NAME train.mtp_layout_standalone
   MATCH "--pipeline-model-parallel-layout: every 'm' [(]MTP layer[)] must be in the last stage, before its 'L'")
 commstack_cli_error_test(NAME train.mtp_layout_missing
   ARGS train --cluster dgx-h100 --nodes 64 --model deepseek-v3 --tp 2 --pp 16 --ep 32 --etp 1 --sequence-parallel --global-batch 512 --pipeline-model-parallel-layout "Et*2|(tt|)*29,t|L"
-  MATCH "[$].pipeline_model_parallel_layout: holds 0 MTP layers 'm' but deepseek-v3 has mtp_num_layers 1")
+  MATCH "--pipeline-model-parallel-layout: holds 0 MTP layers 'm' but deepseek-v3 has mtp_num_layers 1")
 commstack_cli_error_test(NAME train.mtp_num_layers_negative
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --mtp-num-layers -1
   MATCH "--mtp-num-layers")
@@ -139,10 +139,10 @@ commstack_cli_test(NAME train.fp8_param_gather
   MATCH "fp8-param-gather on\n.*dp[.]fp8_amax_all_reduce all_reduce over dp_cp [(]8 ranks[)]")
 commstack_cli_error_test(NAME train.fp8_param_gather_bf16
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --zero 1 --global-batch 8 --fp8-param-gather on
-  MATCH "[$].fp8_param_gather: true needs precision fp8")
+  MATCH "commstack: error: --fp8-param-gather: true needs precision fp8")
 commstack_cli_error_test(NAME train.fp8_param_gather_zero0
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --precision fp8 --global-batch 8 --fp8-param-gather on
-  MATCH "[$].fp8_param_gather: true needs a parameter all-gather to run in FP8 .*zero is 0")
+  MATCH "--fp8-param-gather: true needs a parameter all-gather to run in FP8 .*zero is 0")
 # Shared experts beside the dispatcher's all-to-alls (Megatron-Core --moe-shared-expert-overlap):
 # named in the label; a model without shared experts is refused.
 commstack_cli_test(NAME train.moe_shared_expert_overlap
@@ -150,7 +150,7 @@ commstack_cli_test(NAME train.moe_shared_expert_overlap
   MATCH "moe-shared-expert-overlap on etp 1 mtp 1 stage layers first 4 middle 4 last 1\n.*iteration time")
 commstack_cli_error_test(NAME train.moe_shared_expert_overlap_no_shared
   ARGS train --cluster dgx-h100 --nodes 2 --model mixtral-8x7b --tp 2 --ep 8 --sequence-parallel --global-batch 16 --seq 4096 --moe-shared-expert-overlap on
-  MATCH "[$].moe_shared_expert_overlap: true overlaps the shared experts with the token dispatcher, but mixtral-8x7b has no shared experts")
+  MATCH "--moe-shared-expert-overlap: true overlaps the shared experts with the token dispatcher, but mixtral-8x7b has no shared experts")
 # The all-gather token dispatcher (Megatron-Core's default) is named in the label; flex (DeepEP) is
 # refused as not modelled, and so is a dispatcher for a dense model.
 commstack_cli_test(NAME train.moe_token_dispatcher_allgather
@@ -161,7 +161,7 @@ commstack_cli_error_test(NAME train.moe_token_dispatcher_flex
   MATCH "--moe-token-dispatcher: 'flex' .DeepEP / HybridEP fused dispatch kernels. is not modelled")
 commstack_cli_error_test(NAME train.moe_token_dispatcher_dense
   ARGS train --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --moe-token-dispatcher allgather
-  MATCH "[$].moe_token_dispatcher: \"allgather\" dispatches tokens to experts, but llama3-8b has no experts")
+  MATCH "commstack: error: --moe-token-dispatcher: \"allgather\" dispatches tokens to experts, but llama3-8b has no experts")
 commstack_cli_error_test(NAME plan.moe_token_dispatcher_dense
   ARGS plan --cluster dgx-h100 --nodes 1 --model llama3-8b --global-batch 8 --moe-token-dispatcher allgather
   MATCH "--moe-token-dispatcher allgather: llama3-8b has no experts")
