@@ -396,19 +396,31 @@ private:
                  true);
     if (m_.moe->shared_experts > 0) mlp_forward(kSharedExperts, shared_width(), ph, mb, l, chunk);
   }
+  // The routed experts' GEMMs and the router's backward, one op each, the same under every dispatcher.
+  void routed_experts_gemm(const LayerFlops& lf, Phase ph, int mb, std::int64_t l, int chunk) {
+    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb,
+            l, chunk);
+  }
+  void routed_experts_gemm_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
+            Phase::backward, mb, l, chunk);
+  }
+  void router_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
+    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, Phase::backward, mb, l,
+            chunk);
+  }
   // The routed experts between the two all-to-alls, shared by the serial and the overlapped layer:
   // the expert-TP gather of the received tokens, the expert GEMMs, the expert-TP reduce-scatter.
   void routed_experts_forward(const LayerFlops& lf, Phase ph, int mb, std::int64_t l, int chunk) {
     expert_tp_collective(Collective::all_gather, "etp.dispatch_gather", ph, mb, l, chunk);
-    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb, l, chunk);
+    routed_experts_gemm(lf, ph, mb, l, chunk);
     expert_tp_collective(Collective::reduce_scatter, "etp.combine_scatter", ph, mb, l, chunk);
   }
   // Conjugates of the forward: the reduce-scatter's backward gathers, the gather's reduces.
   void routed_experts_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
     const Phase B = Phase::backward;
     expert_tp_collective(Collective::all_gather, "etp.combine_scatter.bwd", B, mb, l, chunk);
-    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
-            B, mb, l, chunk);
+    routed_experts_gemm_backward(lf, mb, l, chunk);
     expert_tp_collective(Collective::reduce_scatter, "etp.dispatch_gather.bwd", B, mb, l, chunk);
   }
   void moe_backward(const LayerFlops& lf, int mb, std::int64_t l, int chunk) {
@@ -429,7 +441,7 @@ private:
     if (p_.ep > 1)
       collective(Stream::ep, Collective::all_to_all, ep_comm_, a2a_bytes(), "ep.dispatch.bwd", B, mb, l,
                  chunk, true);
-    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+    router_backward(lf, mb, l, chunk);
   }
   // --moe-token-dispatcher allgather (Megatron-Core's MoEAllGatherTokenDispatcher, its default):
   // the routing map (one bool per token and expert), the routing probabilities and the tokens of the
@@ -454,8 +466,7 @@ private:
       collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * h * eb, "ep.dispatch_gather", ph,
                  mb, l, chunk, true);
     }
-    compute("moe_experts", ComputeClass::gemm, routed_share() * lf.mlp / (t_ * p_.cp), expert_mem(1), ph, mb,
-            l, chunk);
+    routed_experts_gemm(lf, ph, mb, l, chunk);
     streaming("moe_unpermute", tokens * h * eb, ph, mb, l, chunk);
     if (dispatch_group())
       collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * h * eb, "ep.combine_scatter",
@@ -474,8 +485,7 @@ private:
     if (dispatch_group())
       collective(Stream::ep, Collective::all_gather, tpep_comm_, tokens * h * eb, "ep.combine_scatter.bwd", B,
                  mb, l, chunk, true);
-    compute("moe_experts.bwd", ComputeClass::gemm, routed_share() * 2 * lf.mlp / (t_ * p_.cp), expert_mem(2),
-            B, mb, l, chunk);
+    routed_experts_gemm_backward(lf, mb, l, chunk);
     streaming("moe_permute.bwd", tokens * h * eb, B, mb, l, chunk);
     if (dispatch_group()) {
       collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * h * eb,
@@ -483,7 +493,7 @@ private:
       collective(Stream::ep, Collective::reduce_scatter, tpep_comm_, tokens * experts * eb,
                  "ep.dispatch_gather_probs.bwd", B, mb, l, chunk, true);
     }
-    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+    router_backward(lf, mb, l, chunk);
   }
   // --moe-shared-expert-overlap (Megatron's MoEAlltoAllTokenDispatcher with SharedExpertMLP on its own
   // CUDA stream): the shared experts' SP all-gather starts after the router, their fc1 and activation
@@ -531,7 +541,7 @@ private:
                              : -1;
     mlp_backward_fc1(kSharedExperts, shared_width(), mb, l, chunk);
     if (dispatch >= 0) pending_.push_back(dispatch);
-    compute("moe_router.bwd", ComputeClass::gemm, 2 * lf.router / (t_ * p_.cp), 0, B, mb, l, chunk);
+    router_backward(lf, mb, l, chunk);
   }
   // The routed experts' part of the MoE layer's MLP FLOPs (top_k of top_k + shared expert copies per
   // token); the shared experts run as their own TP-split MLP of width shared x expert width.
