@@ -73,10 +73,10 @@ void refuse_outputs_over_inputs(const TrainOptions& o) {
   refuse_overwriting_inputs("--otf2", o.otf2, otf2_written_paths(o.otf2), inputs);
 }
 
-// validate() names the parallelism JSON's field ("train: $.moe_token_dispatcher: ..."); on the
-// command line the user typed a flag, so the message names that flag instead. A field without a
-// flag of its own (schedule, order) keeps its JSON name.
-std::string name_the_flag(const std::string& message) {
+// validate() names the parallelism JSON's field; on the command line the user typed a flag, so the
+// message names that flag instead ("--etp: is set but ..."). A field without a flag of its own
+// (schedule, order) keeps its JSON name.
+std::string name_the_flag(const workloads::ParallelFieldError& e) {
   static const std::map<std::string, std::string> kFlags = {
       {"tp", "--tp"},
       {"pp", "--pp"},
@@ -107,13 +107,8 @@ std::string name_the_flag(const std::string& message) {
       {"account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
       {"pipeline_model_parallel_layout", "--pipeline-model-parallel-layout"},
       {"mtp_num_layers", "--mtp-num-layers"}};
-  const std::string prefix = "train: $.";
-  if (!message.starts_with(prefix)) return message;
-  const std::size_t colon = message.find(": ", prefix.size());
-  if (colon == std::string::npos) return message;
-  const auto flag = kFlags.find(message.substr(prefix.size(), colon - prefix.size()));
-  if (flag == kFlags.end()) return "train options: $." + message.substr(prefix.size());
-  return flag->second + message.substr(colon);
+  const auto flag = kFlags.find(e.field());
+  return flag != kFlags.end() ? fmt::format("{}: {}", flag->second, e.detail()) : e.what();
 }
 
 void run(const TrainOptions& o) {
@@ -181,9 +176,9 @@ void run(const TrainOptions& o) {
     model.vocab = padded;
   }
   try {
-    workloads::validate(model, par, topo.gpu_count(), "train");
-  } catch (const InputError& e) {
-    throw InputError(name_the_flag(e.what()));
+    workloads::validate(model, par, topo.gpu_count(), "train options");
+  } catch (const workloads::ParallelFieldError& e) {
+    throw InputError(name_the_flag(e));
   }
 
   sim::train::TrainSetup setup;

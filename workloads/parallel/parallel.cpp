@@ -227,6 +227,11 @@ ParallelConfig parse_parallel(const nlohmann::json& j, const std::string& where)
   return p;
 }
 
+ParallelFieldError::ParallelFieldError(const std::string& where, std::string field, std::string detail)
+    : InputError(fmt::format("{}: $.{}: {}", where, field, detail)),
+      field_(std::move(field)),
+      detail_(std::move(detail)) {}
+
 ParallelConfig load_parallel_file(const std::string& path) {
   return parse_parallel(read_json_file(path, "parallelism file"), path);
 }
@@ -237,7 +242,7 @@ namespace {
 // MoE dispatcher's options), refused as Megatron refuses them. Part of validate().
 void validate_switches(const ModelSpec& m, const ParallelConfig& p, const std::string& where) {
   auto bad = [&](const std::string& field, const std::string& msg) {
-    throw InputError(fmt::format("{}: $.{}: {}", where, field, msg));
+    throw ParallelFieldError(where, field, msg);
   };
   if (p.overlap_param_gather && p.zero != 1 && p.zero != 2) {
     bad("overlap_param_gather",
@@ -274,7 +279,7 @@ void validate_switches(const ModelSpec& m, const ParallelConfig& p, const std::s
 
 void validate(const ModelSpec& m, ParallelConfig& p, int gpus, const std::string& where) {
   auto bad = [&](const std::string& field, const std::string& msg) {
-    throw InputError(fmt::format("{}: $.{}: {}", where, field, msg));
+    throw ParallelFieldError(where, field, msg);
   };
   if (p.seq == 0) p.seq = m.seq;
   if (gpus > 0 && p.gpus() != gpus) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/error.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallel/pipeline_layout.hpp"
 
@@ -125,6 +126,19 @@ struct ParallelConfig {
   static constexpr std::int64_t kMaxMicroBatches = 16384;
   int activation_bytes() const { return 2; }  // bf16 activations (fp8 GEMM inputs are cast inside TE)
   int gemm_operand_bytes() const { return precision == Precision::fp8 ? 1 : 2; }
+};
+
+// What validate() throws: the InputError "WHERE: $.FIELD: DETAIL", keeping the field and the detail
+// apart so that a caller whose user set the field another way (train's command-line flags) can name
+// it so.
+class ParallelFieldError : public InputError {
+ public:
+  ParallelFieldError(const std::string& where, std::string field, std::string detail);
+  const std::string& field() const { return field_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string field_, detail_;
 };
 
 // Parses a parallelism object. Fields: docs/workloads.md. `where` names the input in errors.
